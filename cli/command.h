@@ -1,0 +1,27 @@
+// What every command file shares: the global options and the exit code the
+// command leaves for main() to return.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace xft::cli {
+
+// Exit codes shared by ping, exec, playbook runs and setup.
+enum ExitCode : int {
+  exit_ok = 0,
+  exit_error = 1,        // bad input or a failed local step
+  exit_host_failed = 2,  // some host failed a command or task
+  exit_unreachable = 4,  // some host could not be reached
+};
+
+struct Context {
+  std::string inventory_flag;  // -i FILE; empty when not given
+  int exit_code = exit_ok;
+  int verbosity = 0;
+};
+
+// Each command file registers its subcommands here; main() calls them in order.
+void add_inventory_commands(CLI::App& app, Context& ctx);
+
+}  // namespace xft::cli
