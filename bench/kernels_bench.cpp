@@ -1,0 +1,143 @@
+// Timings of the engine's small kernels and of the thread pool itself, on
+// Qwen2.5-0.5B/1.5B shapes: the costs a decode step pays besides the GEMVs.
+// Usage: bench_kernels [--threads N]
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/kernels/attention.h"
+#include "engine/kernels/cpu_features.h"
+#include "engine/kernels/ops.h"
+#include "engine/kernels/thread_pool.h"
+
+using namespace xft::engine;
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Median microseconds of `calls` calls.
+template <class F>
+double median_us(int calls, F&& call) {
+  std::vector<double> times(calls);
+  for (int i = 0; i < calls; ++i) {
+    const double t0 = now_seconds();
+    call();
+    times[i] = (now_seconds() - t0) * 1e6;
+  }
+  std::sort(times.begin(), times.end());
+  return times[calls / 2];
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+struct AttentionShape {
+  const char* name;
+  int heads, kv_heads, head_dim;
+};
+
+void bench_attention(ThreadPool& pool) {
+  std::printf("\n== attention (bf16 KV cache) ==\n");
+  std::printf("%-10s %8s %6s %10s %10s %12s\n", "model", "context", "rows", "us/call", "KV MB", "KV GB/s");
+  for (const AttentionShape& s : {AttentionShape{"0.5B", 14, 2, 64}, AttentionShape{"1.5B", 12, 2, 128}}) {
+    for (int context : {512, 2048, 8192}) {
+      KvCache cache(s.kv_heads, s.head_dim, context, KvFormat::bf16);
+      const int kv_width = s.kv_heads * s.head_dim;
+      const auto kv = random_vector(static_cast<size_t>(context) * kv_width, 1);
+      std::vector<int> positions(context);
+      for (int i = 0; i < context; ++i) positions[i] = i;
+      cache.store(kv.data(), kv.data(), context, kv_width, positions.data());
+      for (int rows : {1, 128}) {
+        const int q_width = s.heads * s.head_dim;
+        const auto q = random_vector(static_cast<size_t>(rows) * q_width, 2);
+        std::vector<float> out(static_cast<size_t>(rows) * q_width);
+        const int* pos = positions.data() + context - rows;
+        const double us = median_us(rows == 1 ? 50 : 5, [&] {
+          attention(q.data(), rows, q_width, pos, cache, s.heads, out.data(), q_width, pool);
+        });
+        const double kv_mb = 2.0 * context * kv_width * 2 / 1e6;
+        std::printf("%-10s %8d %6d %10.1f %10.2f %12.1f\n", s.name, context, rows, us, kv_mb,
+                    rows == 1 ? kv_mb / 1e3 / (us / 1e6) : 0.0);
+      }
+    }
+  }
+}
+
+void bench_ops(ThreadPool& pool) {
+  std::printf("\n== element-wise ops (one decode row) ==\n");
+  const int hidden = 1536, inter = 8960, heads = 12, kv_heads = 2, head_dim = 128;
+  auto x = random_vector(hidden, 3);
+  const auto w = random_vector(hidden, 4);
+  std::vector<float> y(hidden);
+  std::printf("rmsnorm %d:            %8.2f us\n", hidden,
+              median_us(1000, [&] { rmsnorm(x.data(), w.data(), y.data(), hidden, 1e-6f); }));
+  RopeTable rope(head_dim, 4096, 1e6);
+  auto qk = random_vector((heads + kv_heads) * head_dim, 5);
+  const int pos = 1234;
+  std::printf("rope q+k (%d heads):   %8.2f us\n", heads + kv_heads,
+              median_us(1000, [&] { apply_rope(qk.data(), 1, 0, heads + kv_heads, head_dim, &pos, rope); }));
+  auto gate_up = random_vector(2 * inter, 6);
+  std::vector<float> act(inter);
+  std::printf("silu*up %d:           %8.2f us\n", inter,
+              median_us(1000, [&] { silu_mul_fused(gate_up.data(), 1, inter, act.data()); }));
+  auto logits = random_vector(151936, 7);
+  int idx[40];
+  float val[40];
+  std::printf("argmax 151936:         %8.2f us\n", median_us(200, [&] { (void)argmax(logits.data(), 151936); }));
+  std::printf("top_k(40) 151936:      %8.2f us\n", median_us(200, [&] { top_k(logits.data(), 151936, 40, idx, val); }));
+  std::vector<uint16_t> bf(hidden);
+  std::printf("f32->bf16 %d:          %8.2f us\n", hidden, median_us(1000, [&] { f32_to_bf16(x.data(), bf.data(), hidden); }));
+  (void)pool;
+}
+
+void bench_pool(ThreadPool& pool) {
+  std::printf("\n== thread pool ==\n");
+  std::printf("empty region, workers spinning: %6.2f us\n", median_us(10000, [&] { pool.run([](int, int) {}); }));
+  std::vector<double> wake(50);
+  for (auto& us : wake) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers go to sleep (spin 200 us)
+    const double t0 = now_seconds();
+    pool.run([](int, int) {});
+    us = (now_seconds() - t0) * 1e6;
+  }
+  std::sort(wake.begin(), wake.end());
+  std::printf("empty region, workers asleep (futex wake): %6.2f us\n", wake[wake.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--threads" && i + 1 < argc) {
+      threads = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: bench_kernels [--threads N]\n");
+      return 1;
+    }
+  }
+  std::vector<int> cpus;
+  for (int i = 0; i < threads; ++i) cpus.push_back(i % static_cast<int>(std::thread::hardware_concurrency()));
+  ThreadPool pool(threads, cpus);
+  std::printf("kernel family: %s, threads: %d\n", isa_name(active_isa()), pool.size());
+  bench_pool(pool);
+  bench_ops(pool);
+  bench_attention(pool);
+  return 0;
+}

@@ -1,0 +1,394 @@
+// xftctl bench allreduce: the allreduce algorithms of engine/comm measured
+// across the ranks of the inventory's plan (or --local N on this host). This
+// file is the glue: it starts the ranks through the launcher, and each rank
+// runs the hidden `--rank-worker` mode of this same command under mpirun.
+#include <fcntl.h>
+#include "engine/comm/mpi_c.h"
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/reach_options.h"
+#include "engine/comm/allreduce_bench.h"
+#include "engine/comm/mpi_communicator.h"
+#include "launcher/launch.h"
+#include "launcher/ssh_transport.h"
+
+namespace xft::cli {
+namespace {
+
+namespace comm = xft::engine::comm;
+
+struct BenchFlags {
+  int local = 0;
+  std::string begin = "8";
+  std::string end = "64M";
+  double factor = 2;
+  std::vector<std::string> dtypes;  // empty: float32 (bench), both (check)
+  std::vector<std::string> algos;
+  int iters = 0;
+  int warmup = -1;
+  std::string format = "oneccl";
+  bool compare = false;
+  bool tune = false;
+  std::string tune_file;
+  bool check = false;
+  std::vector<std::string> check_counts;
+  double timeout_s = 60;
+  bool dry_run = false;
+  int cores_per_rank = 0;
+  std::string ranks;  // per-host ranks override for the inventory plan
+  ReachFlags reach;
+  // Hidden: the rank side, and failure injection for the tests.
+  bool rank_worker = false;
+  int fail_rank = -1;
+  std::string fail_at = "0";
+  std::string fail_mode = "kill";
+};
+
+// Everything the ranks need, re-spelled as arguments of the worker command.
+std::vector<std::string> worker_arguments(const BenchFlags& f) {
+  std::vector<std::string> args{"bench", "allreduce", "--rank-worker", "-b", f.begin, "-e", f.end,
+                                "-f", std::to_string(f.factor), "--format", f.format,
+                                "--timeout", std::to_string(f.timeout_s)};
+  for (const auto& d : f.dtypes) args.insert(args.end(), {"--dtype", d});
+  for (const auto& a : f.algos) args.insert(args.end(), {"--algo", a});
+  if (f.iters > 0) args.insert(args.end(), {"-n", std::to_string(f.iters)});
+  if (f.warmup >= 0) args.insert(args.end(), {"-w", std::to_string(f.warmup)});
+  if (f.compare) args.push_back("--compare");
+  if (f.tune) args.push_back("--tune");
+  if (!f.tune_file.empty()) args.insert(args.end(), {"--tune-file", f.tune_file});
+  if (f.check) args.push_back("--check");
+  for (const auto& c : f.check_counts) args.insert(args.end(), {"--check-counts", c});
+  if (f.fail_rank >= 0)
+    args.insert(args.end(), {"--fail-rank", std::to_string(f.fail_rank), "--fail-at", f.fail_at,
+                             "--fail-mode", f.fail_mode});
+  return args;
+}
+
+std::string self_path() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "xftctl";
+  path[n] = '\0';
+  return path;
+}
+
+// Checks that need no ranks, so a typo fails here and not in N ranks at once.
+Expected<void> validate(const BenchFlags& f) {
+  for (const auto& text : {f.begin, f.end, f.fail_at})
+    if (auto b = comm::parse_byte_size(text); !b) return b.error();
+  if (*comm::parse_byte_size(f.begin) > *comm::parse_byte_size(f.end))
+    return make_error("-b " + f.begin + " is larger than -e " + f.end);
+  if (f.factor <= 1.0) return make_error("-f must be greater than 1 (got " + std::to_string(f.factor) + ")");
+  for (const auto& d : f.dtypes)
+    if (!comm::parse_dtype(d)) return make_error("--dtype " + d + ": use float32 or bfloat16");
+  if (!comm::is_bench_format(f.format))
+    return make_error("--format " + f.format + ": use oneccl, nccl, json or csv");
+  for (const auto& a : f.algos)
+    if (a != "auto" && a != "all")
+      if (auto s = comm::Selection::parse(a); !s) return make_error("--algo " + a + ": " + s.error().message);
+  for (const auto& c : f.check_counts)
+    if (auto b = comm::parse_byte_size(c); !b) return make_error("--check-counts " + c + ": " + b.error().message);
+  if (f.timeout_s <= 0) return make_error("--timeout must be positive");
+  return {};
+}
+
+// ---- rank side --------------------------------------------------------------
+
+int run_worker(const BenchFlags& f) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  auto fail = [&](const std::string& message) {
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    std::fprintf(stderr, "xftctl: rank %d (%s): %s\n", rank, host, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_error);
+    return exit_error;
+  };
+  if (auto ok = validate(f); !ok) return fail(ok.error().message);
+
+  comm::ShmOptions shm = comm::shm_options_from_env();
+  shm.timeout_s = f.timeout_s;
+  auto allreducer = comm::Allreducer::create(MPI_COMM_WORLD, shm);
+  if (!allreducer) return fail(allreducer.error().message);
+  const auto& layout = (*allreducer)->layout();
+  comm::Watchdog watchdog(
+      f.timeout_s + 5, "rank " + std::to_string(rank) + " (" + layout.hostnames[size_t(rank)] + ")",
+      [hosts = layout.hostnames](int peer) {
+        return "rank " + std::to_string(peer) + " (" + hosts[size_t(peer)] + ")";
+      });
+
+  std::vector<comm::DType> dtypes;
+  for (const auto& d : f.dtypes) dtypes.push_back(*comm::parse_dtype(d));
+  int code = exit_ok;
+  if (f.check) {
+    comm::CheckConfig config;
+    config.algos = f.algos;
+    config.tune_file = f.tune_file;
+    if (!dtypes.empty()) config.dtypes = dtypes;  // default: both
+    for (const auto& c : f.check_counts) config.counts.push_back(*comm::parse_byte_size(c));
+    auto outcome = comm::run_allreduce_check(**allreducer, config, std::cout, &watchdog);
+    if (!outcome) return fail(outcome.error().message);
+    code = outcome->failures ? exit_error : exit_ok;
+  } else {
+    comm::BenchConfig config;
+    config.algos = f.algos;
+    config.sizes = comm::size_sweep(*comm::parse_byte_size(f.begin), *comm::parse_byte_size(f.end), f.factor);
+    if (!dtypes.empty()) config.dtypes = dtypes;
+    config.iters = f.iters;
+    config.warmup = f.warmup;
+    config.compare = f.compare;
+    config.tune = f.tune;
+    config.tune_file = f.tune_file;
+    config.format = f.format;
+    config.fail_rank = f.fail_rank;
+    config.fail_at_bytes = *comm::parse_byte_size(f.fail_at);
+    config.fail_mode = f.fail_mode;
+    auto outcome = comm::run_allreduce_bench(**allreducer, config, std::cout, &watchdog);
+    if (!outcome) return fail(outcome.error().message);
+    if (outcome->wrong > 0) {
+      if (rank == 0)
+        std::fprintf(stderr, "xftctl: bench allreduce: %ld elements differ from the fp32 reference (#wrong)\n",
+                     outcome->wrong);
+      code = exit_error;
+    }
+  }
+  std::cout.flush();
+  allreducer->reset();
+  MPI_Finalize();
+  return code;
+}
+
+// ---- control side ------------------------------------------------------------
+
+void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine& line) {
+  if (line.rank < 0) return;  // mpirun's own lines: summarized by LaunchResult
+  if (line.rank == 0 && !line.is_stderr) {
+    std::fprintf(stdout, "%s\n", line.text.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::string host = line.rank < plan.size() ? plan.ranks[size_t(line.rank)].host : "?";
+  std::fprintf(stderr, "[%d %s] %s\n", line.rank, host.c_str(), line.text.c_str());
+  std::fflush(stderr);
+}
+
+int run_through_launcher(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, bool dry_run) {
+  launcher::LaunchSpec spec;
+  spec.plan = plan;
+  spec.mpirun = mpirun;
+  spec.on_output = [&plan](const launcher::OutputLine& line) { print_rank_line(plan, line); };
+  if (dry_run) {
+    auto command = launcher::build_mpirun_command(plan, mpirun);
+    if (!command) {
+      std::fprintf(stderr, "xftctl: bench allreduce: %s\n", command.error().message.c_str());
+      return exit_error;
+    }
+    std::printf("%s\n", launcher::shell_join(*command).c_str());
+    return exit_ok;
+  }
+  auto result = launcher::launch(spec);
+  if (!result) {
+    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", result.error().message.c_str());
+    return exit_error;
+  }
+  if (!result->ok()) {
+    std::fprintf(stderr, "xftctl: bench allreduce failed: %s\n", result->summary().c_str());
+    return exit_host_failed;
+  }
+  return exit_ok;
+}
+
+// More local ranks than cores: the launcher's plan binds each rank to its own
+// cores, so this runs mpirun itself, unbound and oversubscribed (correctness
+// runs and CI; timings there mean little).
+int run_oversubscribed(int ranks, const std::vector<std::string>& command, bool dry_run) {
+  std::string mpirun = "mpirun";
+  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) mpirun = custom;
+  std::vector<std::string> argv{mpirun};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
+                           "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+                           "-np", std::to_string(ranks)});
+  argv.insert(argv.end(), command.begin(), command.end());
+  if (dry_run) {
+    std::printf("%s\n", launcher::shell_join(argv).c_str());
+    return exit_ok;
+  }
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "xftctl: bench allreduce: pipe: %s\n", std::strerror(errno));
+    return exit_error;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(err_pipe[1], STDERR_FILENO);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  // Pass mpirun's stderr through and keep it: it names the rank that failed.
+  std::vector<std::string> lines;
+  std::string partial;
+  char buf[8192];
+  for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    std::fwrite(buf, 1, size_t(n), stderr);
+    partial.append(buf, size_t(n));
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1))
+      lines.push_back(partial.substr(0, nl));
+  }
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  kill(-pid, SIGKILL);  // leftovers of the group, if any
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return exit_ok;
+  auto failure = launcher::find_failed_rank(lines);
+  std::string what = "mpirun exited with " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  if (failure) {
+    what = "rank " + std::to_string(failure->rank) + " (this host) " +
+           (failure->signal ? "was killed by signal " + std::to_string(failure->signal) + " (" +
+                                  strsignal(failure->signal) + ")"
+                            : "exited with code " + std::to_string(failure->exit_code)) +
+           "; mpirun stopped every other rank";
+  }
+  std::fprintf(stderr, "xftctl: bench allreduce failed: %s\n", what.c_str());
+  return exit_host_failed;
+}
+
+int run_local(const BenchFlags& f, const std::vector<std::string>& command) {
+  launcher::PlanOptions options;
+  options.cores_per_rank = f.cores_per_rank;
+  auto plan = launcher::plan_local(f.local, "/", options);
+  if (!plan) {
+    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", plan.error().message.c_str(),
+                 f.local);
+    return run_oversubscribed(f.local, command, f.dry_run);
+  }
+  auto spec = launcher::mpirun_spec_for(*plan, {}, "", command);
+  if (!spec) {
+    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", spec.error().message.c_str());
+    return exit_error;
+  }
+  return run_through_launcher(*plan, *spec, f.dry_run);
+}
+
+int run_inventory(const Context& ctx, const BenchFlags& f, const std::vector<std::string>& command) {
+  auto hosts = load_selected_hosts(ctx.inventory_flag, f.reach.hosts);
+  if (!hosts) {
+    std::fprintf(stderr, "xftctl: %s\n", hosts.error().message.c_str());
+    return exit_error;
+  }
+  auto transport = make_ssh_transport(f.reach);
+  auto facts = launcher::gather_facts(*hosts, *transport, {});
+  std::vector<launcher::PlanHost> plan_hosts;
+  bool unreachable = false;
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    if (!facts[i].facts) {
+      std::fprintf(stderr, "xftctl: %s: %s\n", facts[i].host.c_str(), facts[i].facts.error().message.c_str());
+      unreachable = unreachable || facts[i].unreachable;
+      continue;
+    }
+    plan_hosts.push_back(launcher::plan_host_from((*hosts)[i], *facts[i].facts));
+  }
+  if (plan_hosts.size() != hosts->size()) return unreachable ? exit_unreachable : exit_host_failed;
+  launcher::PlanOptions options;
+  options.cores_per_rank = f.cores_per_rank;
+  if (!f.ranks.empty()) {
+    auto ranks = launcher::parse_ranks(f.ranks);
+    if (!ranks) {
+      std::fprintf(stderr, "xftctl: --ranks-per-host: %s\n", ranks.error().message.c_str());
+      return exit_error;
+    }
+    options.ranks = *ranks;
+  }
+  auto plan = launcher::plan_ranks(plan_hosts, options);
+  if (!plan) {
+    std::fprintf(stderr, "xftctl: %s\n", plan.error().message.c_str());
+    return exit_error;
+  }
+  std::string known_hosts = f.reach.known_hosts.empty() ? launcher::default_known_hosts_path() : f.reach.known_hosts;
+  auto spec = launcher::mpirun_spec_for(*plan, *hosts, known_hosts, command);
+  if (!spec) {
+    std::fprintf(stderr, "xftctl: %s\n", spec.error().message.c_str());
+    return exit_error;
+  }
+  return run_through_launcher(*plan, *spec, f.dry_run);
+}
+
+int run_control(const Context& ctx, const BenchFlags& f) {
+  if (auto ok = validate(f); !ok) {
+    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", ok.error().message.c_str());
+    return exit_error;
+  }
+  std::vector<std::string> command{self_path()};
+  auto args = worker_arguments(f);
+  command.insert(command.end(), args.begin(), args.end());
+  if (f.local > 0) return run_local(f, command);
+  return run_inventory(ctx, f, command);
+}
+
+}  // namespace
+
+void add_bench_commands(CLI::App& app, Context& ctx) {
+  auto* bench = app.add_subcommand("bench", "measure the cluster: allreduce algorithms");
+  bench->require_subcommand(1);
+  auto flags = std::make_shared<BenchFlags>();
+  auto* cmd = bench->add_subcommand(
+      "allreduce",
+      "allreduce algorithms (mpi, ring, recursive_doubling, rabenseifner, direct, shm, hier) over a size sweep, "
+      "checked against an fp32 reference; oneCCL/nccl-tests tables, JSON or CSV");
+  cmd->add_option("--local", flags->local, "N ranks on this host (no inventory)")->check(CLI::PositiveNumber);
+  cmd->add_option("-b,--minbytes", flags->begin, "smallest message, bytes (K/M/G suffixes)")->capture_default_str();
+  cmd->add_option("-e,--maxbytes", flags->end, "largest message, bytes")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", flags->factor, "size multiplier between steps")->capture_default_str();
+  cmd->add_option("--dtype", flags->dtypes, "float32 and/or bfloat16 (comma list; default float32, --check: both)")->delimiter(',');
+  cmd->add_option("--algo", flags->algos,
+                  "algorithms to run (comma list; default all that fit the layout): names, 'auto', or a "
+                  "oneCCL selection like 'recursive_doubling:0-16384;ring:16385-max'")
+      ->delimiter(',');
+  cmd->add_option("-n,--iters", flags->iters, "timed repetitions per size (default: about 50 ms worth)");
+  cmd->add_option("-w,--warmup_iters", flags->warmup, "warm-up repetitions per size (default: by size)");
+  cmd->add_option("--format", flags->format, "oneccl | nccl | json | csv")->capture_default_str();
+  cmd->add_flag("--compare", flags->compare, "also show each algorithm's time relative to MPI_Allreduce");
+  cmd->add_flag("--tune", flags->tune, "measure every algorithm and save the fastest per size for --algo auto");
+  cmd->add_option("--tune-file", flags->tune_file, "tune table (default ~/.cache/xftctl/allreduce-tune.json on rank 0's host)");
+  cmd->add_flag("--check", flags->check,
+                "correctness only: every algorithm at many awkward element counts, float32 and bfloat16");
+  cmd->add_option("--check-counts", flags->check_counts, "element counts for --check (comma list)")->delimiter(',');
+  cmd->add_option("--timeout", flags->timeout_s, "seconds without progress before a rank gives up, naming the peer it waits for")
+      ->capture_default_str();
+  cmd->add_option("--cores-per-rank", flags->cores_per_rank, "cap on cores per rank in the plan");
+  cmd->add_option("--ranks-per-host", flags->ranks, "override the inventory's ranks: N, per-socket or per-numa");
+  cmd->add_flag("--dry-run", flags->dry_run, "print the mpirun command and exit");
+  add_reach_flags(*cmd, flags->reach);
+  cmd->add_flag("--rank-worker", flags->rank_worker)->group("");
+  cmd->add_option("--fail-rank", flags->fail_rank)->group("");
+  cmd->add_option("--fail-at", flags->fail_at)->group("");
+  cmd->add_option("--fail-mode", flags->fail_mode)->group("");
+  cmd->callback([&ctx, flags] {
+    ctx.exit_code = flags->rank_worker ? run_worker(*flags) : run_control(ctx, *flags);
+  });
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,167 @@
+// `xftctl model make-test|check`: write the deterministic test model as a
+// Hugging Face checkpoint directory, and validate any checkpoint directory
+// the way the engine will load it.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <unistd.h>
+
+#include "cli/command.h"
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/test_model.h"
+#include "engine/checkpoint/weights.h"
+
+namespace xft::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace xft::engine;
+
+struct MakeTestOptions {
+  std::string out_dir;
+  std::string arch;
+  uint64_t seed = 0;
+  TestModelSpec spec;
+  int tie = 1;
+  std::string tokenizer_dir;
+  bool no_tokenizer = false;
+  bool force = false;
+};
+
+void fail(Context& ctx, const std::string& message) {
+  std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+  ctx.exit_code = exit_error;
+}
+
+std::string binary_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+bool has_tokenizer_files(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "tokenizer.json", ec) &&
+         fs::is_regular_file(dir / "tokenizer_config.json", ec);
+}
+
+// --tokenizer-dir, else $XFTCTL_TOKENIZER_DIR, else beside the binary, else in the source tree.
+Expected<std::string> locate_tokenizer_dir(const std::string& flag) {
+  std::vector<std::string> candidates;
+  if (!flag.empty()) {
+    candidates.push_back(flag);
+  } else {
+    if (const char* env = std::getenv("XFTCTL_TOKENIZER_DIR"); env && *env) candidates.push_back(env);
+    if (std::string bin = binary_dir(); !bin.empty()) {
+      candidates.push_back(bin + "/../third_party/tokenizer-qwen3");
+    }
+    candidates.push_back(std::string(XFT_SOURCE_DIR) + "/third_party/tokenizer-qwen3");
+  }
+  std::string looked;
+  for (const auto& dir : candidates) {
+    if (has_tokenizer_files(dir)) return fs::path(dir).lexically_normal().string();
+    looked += (looked.empty() ? "" : ", ") + dir;
+  }
+  return make_error("no tokenizer.json + tokenizer_config.json in " + looked +
+                    " (run scripts/fetch-tokenizer.sh, set XFTCTL_TOKENIZER_DIR, or pass --no-tokenizer)");
+}
+
+void make_test(Context& ctx, MakeTestOptions& options) {
+  auto arch = parse_architecture(options.arch);
+  if (!arch) return fail(ctx, arch.error().message);
+  TestModelSpec spec = options.spec;
+  spec.arch = *arch;
+  spec.seed = options.seed;
+  spec.tie = options.tie != 0;
+  if (auto valid = validate_spec(spec); !valid) return fail(ctx, valid.error().message);
+
+  WriteOptions write;
+  write.replace_existing = options.force;
+  if (!options.no_tokenizer) {
+    auto tokenizer_dir = locate_tokenizer_dir(options.tokenizer_dir);
+    if (!tokenizer_dir) return fail(ctx, tokenizer_dir.error().message);
+    write.tokenizer_dir = *tokenizer_dir;
+  }
+  auto files = write_test_model(options.out_dir, spec, write);
+  if (!files) return fail(ctx, files.error().message);
+  for (const auto& file : *files) {
+    std::printf("wrote %s (%llu bytes)\n", file.path.c_str(), (unsigned long long)file.bytes);
+  }
+  ctx.exit_code = exit_ok;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1ull << 30)) {
+    std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(1ull << 30));
+  } else {
+    std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / double(1ull << 20));
+  }
+  return text;
+}
+
+void check(Context& ctx, const std::string& dir) {
+  auto source = open_checkpoint(dir);
+  if (!source) return fail(ctx, source.error().message);
+  const ModelConfig& c = (*source)->config();
+  uint64_t bytes = 0;
+  size_t count = 0;
+  for (const auto& tensor : expected_tensors(c)) {
+    auto meta = (*source)->meta(tensor.name);
+    if (!meta) return fail(ctx, meta.error().message);
+    uint64_t elements = 1;
+    for (int64_t dim : meta->shape) elements *= uint64_t(dim);
+    bytes += elements * (meta->dtype == DType::f32 ? 4 : 2);
+    ++count;
+  }
+  std::printf("%s: %s, %d layers, hidden %d, heads %d (kv %d, head_dim %d), intermediate %d, "
+              "vocab %d, %s embeddings, %zu tensors, %s: OK\n",
+              dir.c_str(), c.architecture_name.c_str(), c.layers, c.hidden, c.heads, c.kv_heads,
+              c.head_dim, c.intermediate, c.vocab, c.tie_embeddings ? "tied" : "untied", count,
+              human_bytes(bytes).c_str());
+  ctx.exit_code = exit_ok;
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app, Context& ctx) {
+  auto* group = app.add_subcommand("model", "create test checkpoints and check checkpoint directories");
+  group->require_subcommand(1);
+
+  auto options = std::make_shared<MakeTestOptions>();
+  auto* make = group->add_subcommand(
+      "make-test", "write the deterministic test model (config, weights, tokenizer) into a directory");
+  make->add_option("out", options->out_dir, "output directory (created atomically)")->required();
+  make->add_option("--arch", options->arch, "qwen (Qwen1), qwen2 or qwen3")->required();
+  make->add_option("--seed", options->seed, "seed of the weight values")->capture_default_str();
+  TestModelSpec& s = options->spec;
+  make->add_option("--hidden", s.hidden, "hidden size")->capture_default_str();
+  make->add_option("--layers", s.layers, "decoder layers")->capture_default_str();
+  make->add_option("--heads", s.heads, "attention heads")->capture_default_str();
+  make->add_option("--kv-heads", s.kv_heads, "key/value heads (qwen2/qwen3)")->capture_default_str();
+  make->add_option("--head-dim", s.head_dim, "head size (qwen2/qwen3; qwen uses hidden/heads)")
+      ->capture_default_str();
+  make->add_option("--inter", s.intermediate, "intermediate_size (qwen: both MLP branches together)")
+      ->capture_default_str();
+  make->add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
+  make->add_option("--tie", options->tie, "tie lm_head to the embeddings (qwen2/qwen3)")
+      ->check(CLI::IsMember({0, 1}))
+      ->capture_default_str();
+  make->add_option("--rope-theta", s.rope_theta, "rotary base")->capture_default_str();
+  make->add_option("--max-pos", s.max_positions, "max position embeddings")->capture_default_str();
+  make->add_option("--tokenizer-dir", options->tokenizer_dir,
+                   "folder with tokenizer.json + tokenizer_config.json (else $XFTCTL_TOKENIZER_DIR, "
+                   "else third_party/tokenizer-qwen3)");
+  make->add_flag("--no-tokenizer", options->no_tokenizer, "write only config and weights");
+  make->add_flag("--force", options->force, "replace a non-empty output directory");
+  make->callback([&ctx, options] { make_test(ctx, *options); });
+
+  auto dir = std::make_shared<std::string>();
+  auto* check_command = group->add_subcommand(
+      "check", "validate a checkpoint directory (config.json, safetensors headers, tensor shapes)");
+  check_command->add_option("dir", *dir, "model directory")->required();
+  check_command->callback([&ctx, dir] { check(ctx, *dir); });
+}
+
+}  // namespace xft::cli

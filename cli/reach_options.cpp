@@ -1,0 +1,63 @@
+#include "cli/reach_options.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "cli/command.h"
+#include "inventory/load.h"
+#include "launcher/credentials.h"
+#include "launcher/select_hosts.h"
+#include "launcher/ssh_transport.h"
+
+namespace xft::cli {
+
+void add_reach_flags(CLI::App& command, ReachFlags& flags) {
+  command.add_flag("--accept-new-host-keys", flags.accept_new_host_keys,
+                   "trust and record host keys not yet in known_hosts (a changed key is always refused)");
+  command.add_option("--known-hosts", flags.known_hosts,
+                     "known_hosts file (else $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts)");
+  command.add_option("--fanout", flags.fanout, "hosts worked on at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  command.add_option("--connect-timeout", flags.connect_timeout_s, "seconds to wait for a host to answer")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400 * 7));
+  command.add_option("--hosts", flags.hosts,
+                     "only these hosts: names, groups, ranges like h[01-04], globs; comma-separated");
+}
+
+std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags) {
+  launcher::SshOptions options;
+  options.known_hosts_path = flags.known_hosts;
+  options.accept_new_host_keys = flags.accept_new_host_keys;
+  options.connect_timeout_s = flags.connect_timeout_s;
+  options.command_timeout_s = flags.timeout_s;
+  auto notice = [](const std::string& line) {
+    static std::mutex stderr_mutex;
+    std::lock_guard lock(stderr_mutex);
+    std::fprintf(stderr, "xftctl: %s\n", line.c_str());
+  };
+  return std::make_unique<launcher::SshTransport>(
+      options, std::make_shared<launcher::DefaultPasswordSource>(), notice);
+}
+
+Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,
+                                                           const std::string& pattern) {
+  auto path = inventory::locate_inventory(inventory_flag);
+  if (!path) return path.error();
+  auto loaded = inventory::load_inventory(*path);
+  if (!loaded) return loaded.error();
+  auto hosts = launcher::select_hosts(*loaded, pattern);
+  if (hosts && hosts->empty()) return make_error(*path + ": the inventory lists no hosts");
+  return hosts;
+}
+
+int reach_exit_code(bool any_unreachable, bool any_failed) {
+  if (any_unreachable) return exit_unreachable;
+  return any_failed ? exit_host_failed : exit_ok;
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,42 @@
+// What every command that talks to hosts shares (ping, exec, and later
+// playbooks and setup): the SSH flags, the transport built from them, the
+// --hosts selection, and the exit code a set of host failures maps to.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "inventory/inventory.h"
+#include "launcher/fanout.h"
+#include "launcher/transport.h"
+
+namespace xft::cli {
+
+struct ReachFlags {
+  bool accept_new_host_keys = false;
+  std::string known_hosts;  // empty: $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts
+  int fanout = launcher::kDefaultFanout;
+  int connect_timeout_s = 10;
+  int timeout_s = 0;  // per command; 0 = none
+  std::string hosts;  // --hosts PATTERN; empty = every host
+};
+
+// Adds --accept-new-host-keys, --known-hosts, --fanout, --connect-timeout,
+// --timeout and --hosts. Set flags.timeout_s first to change its default.
+void add_reach_flags(CLI::App& command, ReachFlags& flags);
+
+// libssh transport; passwords from the environment or a prompt; host key
+// notices go to stderr.
+std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags);
+
+// Locates and loads the inventory, then applies --hosts (launcher::select_hosts).
+Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,
+                                                           const std::string& pattern);
+
+// 4 when any host was unreachable, else 2 when any failed, else 0.
+int reach_exit_code(bool any_unreachable, bool any_failed);
+
+}  // namespace xft::cli

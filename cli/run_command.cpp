@@ -1,0 +1,562 @@
+// `xftctl run qwen`: load a Qwen checkpoint (or a --fake-model of any size)
+// on this machine and answer a prompt, chat, dump logits for given token ids,
+// or benchmark first-token and next-token latency.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "common/atomic_file.h"
+#include "engine/checkpoint/presets.h"
+#include "engine/checkpoint/weights.h"
+#include "engine/model/generate.h"
+#include "engine/model/model.h"
+#include "engine/model/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace xft::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace xft::engine;
+
+struct RunOptions {
+  std::string model_dir;
+  std::string fake_model;
+  std::string tokenizer_dir;
+  std::string dtype = "bf16";
+  std::string kv_dtype = "bf16";
+  int threads = 0;
+  std::string cpus;
+  int max_context = 0;
+
+  std::optional<std::string> prompt;
+  bool raw = false;
+  std::string system;
+  bool chat = false;
+  int max_new_tokens = 256;
+  // Qwen2.5's generation_config.json defaults.
+  float temperature = 0.7f;
+  int top_k = 20;
+  float top_p = 0.8f;
+  float repetition_penalty = 1.05f;
+  uint64_t seed = 0;
+  bool greedy = false;
+
+  std::string prompt_ids;
+  std::string dump_logits;
+
+  bool bench = false;
+  int input_tokens = 32;
+  int output_tokens = 32;
+  int batch_size = 1;
+  int iters = 3;
+  int warmup = 1;
+  bool json = false;
+};
+
+void fail(Context& ctx, const std::string& message) {
+  std::fprintf(stderr, "xftctl: run qwen: %s\n", message.c_str());
+  ctx.exit_code = exit_error;
+}
+
+WeightFormat weight_format(const std::string& text) {
+  if (text == "fp32") return WeightFormat::f32;
+  if (text == "fp16") return WeightFormat::f16;
+  if (text == "int8") return WeightFormat::int8;
+  return WeightFormat::bf16;
+}
+
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11}
+Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  if (text.empty()) return cpus;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    const size_t dash = item.find('-');
+    try {
+      size_t used = 0;
+      const int first = std::stoi(item.substr(0, dash), &used);
+      if (used != (dash == std::string::npos ? item.size() : dash)) throw std::invalid_argument(item);
+      int last = first;
+      if (dash != std::string::npos) {
+        last = std::stoi(item.substr(dash + 1), &used);
+        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
+      }
+      if (first < 0 || last < first) throw std::invalid_argument(item);
+      for (int c = first; c <= last; ++c) cpus.push_back(c);
+    } catch (const std::exception&) {
+      return make_error("--cpus: '" + item + "' is not a cpu id or range; write e.g. 0-3,8");
+    }
+    pos = comma + 1;
+  }
+  return cpus;
+}
+
+// "1,2,3" or "[1,2,3]" -> ids
+Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::string s = text;
+  std::erase_if(s, [](char c) { return c == '[' || c == ']' || c == ' '; });
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string item = s.substr(pos, comma - pos);
+    try {
+      size_t used = 0;
+      const long value = std::stol(item, &used);
+      if (used != item.size() || value < 0 || value > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(static_cast<int32_t>(value));
+    } catch (const std::exception&) {
+      return make_error("--prompt-ids: '" + item + "' is not a token id; write e.g. 9707,1879");
+    }
+    pos = comma + 1;
+  }
+  if (ids.empty()) return make_error("--prompt-ids: no token ids given; write e.g. 9707,1879");
+  return ids;
+}
+
+std::string binary_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+bool has_tokenizer(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "tokenizer.json", ec) ||
+         fs::is_regular_file(dir / "qwen.tiktoken", ec);
+}
+
+// --tokenizer, else the model directory, else $XFTCTL_TOKENIZER_DIR, else
+// third_party/tokenizer-qwen3 beside the binary or in the source tree.
+Expected<Tokenizer> load_tokenizer(const RunOptions& o) {
+  std::vector<std::string> candidates;
+  if (!o.tokenizer_dir.empty()) {
+    candidates.push_back(o.tokenizer_dir);
+  } else {
+    if (!o.model_dir.empty()) candidates.push_back(o.model_dir);
+    if (const char* env = std::getenv("XFTCTL_TOKENIZER_DIR"); env && *env) candidates.push_back(env);
+    if (std::string bin = binary_dir(); !bin.empty()) {
+      candidates.push_back(bin + "/../third_party/tokenizer-qwen3");
+    }
+    candidates.push_back(std::string(XFT_SOURCE_DIR) + "/third_party/tokenizer-qwen3");
+  }
+  std::string looked;
+  for (const auto& dir : candidates) {
+    if (has_tokenizer(dir)) return Tokenizer::load(dir);
+    looked += (looked.empty() ? "" : ", ") + dir;
+  }
+  return make_error("no tokenizer.json or qwen.tiktoken in " + looked +
+                    " (pass --tokenizer DIR or run scripts/fetch-tokenizer.sh)");
+}
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::string name;
+  double load_ms = 0.0;
+};
+
+Expected<Loaded> load_model(const RunOptions& o) {
+  auto start = std::chrono::steady_clock::now();
+  Loaded loaded;
+  std::unique_ptr<WeightSource> weights;
+  if (!o.model_dir.empty()) {
+    auto opened = open_checkpoint(o.model_dir);
+    if (!opened) return opened.error();
+    weights = std::move(*opened);
+    loaded.name = o.model_dir;
+  } else {
+    auto config = fake_model_config(o.fake_model);
+    if (!config) return config.error();
+    weights = make_fake_weights(*config, o.seed);
+    loaded.name = o.fake_model + " (fake weights, seed " + std::to_string(o.seed) + ")";
+  }
+  auto cpus = parse_cpu_list(o.cpus);
+  if (!cpus) return cpus.error();
+  ModelOptions options;
+  options.dtype = weight_format(o.dtype);
+  options.kv = o.kv_dtype == "fp16" ? KvFormat::f16 : KvFormat::bf16;
+  options.threads = o.threads;
+  options.cpus = *cpus;
+  options.max_context = o.max_context;
+  auto model = Model::load(*weights, options);
+  if (!model) return model.error();
+  loaded.model = std::move(*model);
+  loaded.load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
+SamplingParams sampling_params(const RunOptions& o) {
+  SamplingParams p;
+  p.greedy = o.greedy;
+  p.temperature = o.temperature;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.repetition_penalty = o.repetition_penalty;
+  p.seed = o.seed;
+  return p;
+}
+
+std::vector<int32_t> tokenizer_stop_ids(const Tokenizer& tok) {
+  return {tok.im_end(), tok.endoftext()};
+}
+
+void print_stats(const GenerateResult& r) {
+  const double decode_ms = std::accumulate(r.step_ms.begin(), r.step_ms.end(), 0.0);
+  const double per_s = r.step_ms.empty() ? 0.0 : 1000.0 * r.step_ms.size() / decode_ms;
+  std::fprintf(stderr, "[%zu tokens (%s), first token %.1f ms, %.2f tokens/s after it]\n",
+               r.tokens.size(), r.finish_reason.c_str(), r.first_token_ms, per_s);
+}
+
+Expected<GenerateResult> stream_answer(Model& model, Sequence& seq, const Tokenizer& tok,
+                                       std::span<const int32_t> input, const RunOptions& o,
+                                       std::string* answer) {
+  GenerateOptions gen;
+  gen.sampling = sampling_params(o);
+  gen.max_new_tokens = o.max_new_tokens;
+  gen.stop_ids = stop_ids_for(model.config(), tokenizer_stop_ids(tok));
+  StreamDecoder decoder(tok);
+  auto emit = [&](const std::string& text) {
+    if (text.empty()) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (answer) *answer += text;
+  };
+  auto result = generate(model, seq, input, gen, [&](int32_t id) { emit(decoder.push(id)); });
+  emit(decoder.flush());
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  return result;
+}
+
+void run_prompt(Context& ctx, const RunOptions& o) {
+  auto tok = load_tokenizer(o);
+  if (!tok) return fail(ctx, tok.error().message);
+  auto loaded = load_model(o);
+  if (!loaded) return fail(ctx, loaded.error().message);
+  Model& model = *loaded->model;
+  std::vector<int32_t> ids;
+  if (o.raw) {
+    ids = tok->encode(*o.prompt);
+  } else {
+    std::vector<std::pair<std::string, std::string>> messages;
+    if (!o.system.empty()) messages.push_back({"system", o.system});
+    messages.push_back({"user", *o.prompt});
+    ids = tok->encode(tok->chat_prompt(messages, true));
+  }
+  auto seq = model.new_sequence();
+  auto result = stream_answer(model, *seq, *tok, ids, o, nullptr);
+  if (!result) return fail(ctx, result.error().message);
+  print_stats(*result);
+}
+
+void run_chat(Context& ctx, const RunOptions& o) {
+  auto tok = load_tokenizer(o);
+  if (!tok) return fail(ctx, tok.error().message);
+  auto loaded = load_model(o);
+  if (!loaded) return fail(ctx, loaded.error().message);
+  Model& model = *loaded->model;
+  const bool interactive = isatty(STDIN_FILENO);
+  std::vector<std::pair<std::string, std::string>> messages;
+  if (!o.system.empty()) messages.push_back({"system", o.system});
+  const size_t kept = messages.size();
+  auto seq = model.new_sequence();
+  if (interactive) {
+    std::fprintf(stderr, "%s loaded; /reset starts over, /exit (or Ctrl-D) quits\n",
+                 loaded->name.c_str());
+  }
+  std::string line;
+  while (true) {
+    if (interactive) {
+      std::fputs("> ", stdout);
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/exit") break;
+    if (line == "/reset") {
+      messages.resize(kept);
+      seq->truncate(0);
+      std::fputs("(conversation reset)\n", stdout);
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back({"user", line});
+    const std::vector<int32_t> ids = tok->encode(tok->chat_prompt(messages, true));
+    // The cache already holds the earlier turns: feed only what differs.
+    const auto& cached = seq->tokens();
+    size_t common = 0;
+    while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) {
+      ++common;
+    }
+    seq->truncate(static_cast<int>(common));
+    std::string answer;
+    auto result = stream_answer(model, *seq, *tok,
+                                std::span<const int32_t>(ids).subspan(common), o, &answer);
+    if (!result) return fail(ctx, result.error().message);
+    messages.push_back({"assistant", answer});
+    if (result->finish_reason == "context") {
+      std::fprintf(stderr, "xftctl: the context is full; /reset to start over\n");
+    }
+    if (ctx.verbosity > 0) print_stats(*result);
+  }
+}
+
+void run_dump_logits(Context& ctx, const RunOptions& o) {
+  auto ids = parse_ids(o.prompt_ids);
+  if (!ids) return fail(ctx, ids.error().message);
+  auto loaded = load_model(o);
+  if (!loaded) return fail(ctx, loaded.error().message);
+  Model& model = *loaded->model;
+  auto seq = model.new_sequence();
+  Chunk chunk{seq.get(), *ids};
+  auto logits = model.forward({&chunk, 1}, true);
+  if (!logits) return fail(ctx, logits.error().message);
+  const int rows = static_cast<int>(ids->size());
+  const std::vector<float> full = model.gather_vocab(*logits, rows);
+  const int32_t header[2] = {rows, model.config().vocab};
+  std::string data(reinterpret_cast<const char*>(header), sizeof header);
+  data.append(reinterpret_cast<const char*>(full.data()), full.size() * sizeof(float));
+  if (auto written = write_file_atomic(o.dump_logits, data); !written) {
+    return fail(ctx, written.error().message);
+  }
+  std::printf("wrote %s: %d positions x %d logits (float32)\n", o.dump_logits.c_str(), rows,
+              model.config().vocab);
+}
+
+// Token ids for benchmark prompts: spread over the ordinary vocabulary so
+// no special token starts or ends anything.
+std::vector<int32_t> bench_prompt(int length, int index, int vocab) {
+  const int ordinary = std::min(vocab, 151643);
+  std::vector<int32_t> ids(length);
+  for (int i = 0; i < length; ++i) {
+    ids[i] = static_cast<int32_t>((1000 + static_cast<int64_t>(i) * 7919 + index * 104729) % ordinary);
+  }
+  return ids;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double rank = p * (values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (rank - lo);
+}
+
+struct BenchIteration {
+  double first_token_ms = 0.0;
+  std::vector<double> step_ms;
+};
+
+Expected<BenchIteration> bench_once(Model& model, const RunOptions& o) {
+  using clock = std::chrono::steady_clock;
+  const int batch = o.batch_size;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Chunk> chunks;
+  for (int b = 0; b < batch; ++b) {
+    seqs.push_back(model.new_sequence(o.input_tokens + o.output_tokens));
+    prompts.push_back(bench_prompt(o.input_tokens, b, model.config().vocab));
+  }
+  for (int b = 0; b < batch; ++b) chunks.push_back({seqs[b].get(), prompts[b]});
+  SamplingParams greedy;
+  greedy.greedy = true;
+  std::vector<TokenSampler> samplers(batch, TokenSampler(greedy));
+  std::vector<TokenSampler*> sampler_ptrs;
+  for (auto& s : samplers) sampler_ptrs.push_back(&s);
+  const Range vocab = model.partition().vocab;
+
+  auto sample = [&](std::span<float> logits) {
+    std::vector<float*> rows;
+    std::vector<std::span<const int32_t>> histories;
+    for (int b = 0; b < batch; ++b) {
+      rows.push_back(logits.data() + static_cast<size_t>(b) * vocab.size());
+      histories.push_back(seqs[b]->tokens());
+    }
+    return sample_batch(model.comm(), sampler_ptrs, rows, vocab.size(), vocab.begin, histories);
+  };
+
+  BenchIteration it;
+  auto start = clock::now();
+  auto logits = model.forward(chunks);
+  if (!logits) return logits.error();
+  std::vector<int32_t> next = sample(*logits);
+  it.first_token_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  // The benchmark runs the full --output-tokens whatever is sampled: end
+  // tokens are fed back like any other.
+  for (int step = 1; step < o.output_tokens; ++step) {
+    start = clock::now();
+    for (int b = 0; b < batch; ++b) chunks[b] = {seqs[b].get(), {&next[b], 1}};
+    logits = model.forward(chunks);
+    if (!logits) return logits.error();
+    next = sample(*logits);
+    it.step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+  }
+  return it;
+}
+
+void run_bench(Context& ctx, const RunOptions& o) {
+  if (o.input_tokens < 1 || o.output_tokens < 1 || o.batch_size < 1 || o.iters < 1 || o.warmup < 0) {
+    return fail(ctx, "--input-tokens, --output-tokens, --batch-size and --iters must be at least 1");
+  }
+  auto loaded = load_model(o);
+  if (!loaded) return fail(ctx, loaded.error().message);
+  Model& model = *loaded->model;
+  if (o.input_tokens + o.output_tokens > model.max_context()) {
+    return fail(ctx, "--input-tokens + --output-tokens = " +
+                         std::to_string(o.input_tokens + o.output_tokens) +
+                         " exceeds the context of " + std::to_string(model.max_context()) +
+                         " positions (raise --max-context)");
+  }
+  std::vector<double> first, steps;
+  for (int i = 0; i < o.warmup + o.iters; ++i) {
+    auto it = bench_once(model, o);
+    if (!it) return fail(ctx, it.error().message);
+    if (i < o.warmup) continue;
+    first.push_back(it->first_token_ms);
+    steps.insert(steps.end(), it->step_ms.begin(), it->step_ms.end());
+  }
+  const double first_ms = std::accumulate(first.begin(), first.end(), 0.0) / first.size();
+  const double next_ms =
+      steps.empty() ? 0.0 : std::accumulate(steps.begin(), steps.end(), 0.0) / steps.size();
+  const double next_p90 = percentile(steps, 0.9);
+  const double decode_tps = next_ms > 0 ? 1000.0 * o.batch_size / next_ms : 0.0;
+  const double prefill_tps = 1000.0 * o.batch_size * o.input_tokens / first_ms;
+  const uint64_t weight_bytes = model.weight_bytes();
+  const double weight_gbps = next_ms > 0 ? weight_bytes / (next_ms * 1e6) : 0.0;
+
+  if (o.json) {
+    nlohmann::json j = {
+        {"model", loaded->name},
+        {"dtype", o.dtype},
+        {"kv_dtype", o.kv_dtype},
+        {"threads", model.pool().size()},
+        {"tp_size", model.partition().tp_size},
+        {"kernel", model.kernel_name()},
+        {"input_tokens", o.input_tokens},
+        {"output_tokens", o.output_tokens},
+        {"batch_size", o.batch_size},
+        {"iters", o.iters},
+        {"warmup", o.warmup},
+        {"load_ms", loaded->load_ms},
+        {"first_token_ms", first_ms},
+        {"next_token_ms", next_ms},
+        {"next_token_p90_ms", next_p90},
+        {"decode_tokens_per_s", decode_tps},
+        {"prefill_tokens_per_s", prefill_tps},
+        {"weight_bytes", weight_bytes},
+        {"decode_weight_gb_per_s", weight_gbps},
+    };
+    std::printf("%s\n", j.dump(1).c_str());
+    return;
+  }
+  std::printf("model        %s\n", loaded->name.c_str());
+  std::printf("setup        dtype %s, kv %s, %d threads, kernel %s, loaded in %.0f ms\n",
+              o.dtype.c_str(), o.kv_dtype.c_str(), model.pool().size(),
+              model.kernel_name().c_str(), loaded->load_ms);
+  std::printf("weights      %.1f MiB on this rank\n", weight_bytes / 1048576.0);
+  std::printf("workload     %d input + %d output tokens, batch %d, %d iterations (+%d warmup)\n",
+              o.input_tokens, o.output_tokens, o.batch_size, o.iters, o.warmup);
+  std::printf("first token  %.2f ms  (prefill %.1f tokens/s)\n", first_ms, prefill_tps);
+  std::printf("next token   %.2f ms mean, %.2f ms p90  (%.2f tokens/s, weights streamed at %.2f GB/s)\n",
+              next_ms, next_p90, decode_tps, weight_gbps);
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app, Context& ctx) {
+  auto* run = app.add_subcommand("run", "run a model on this machine");
+  run->require_subcommand(1);
+  auto options = std::make_shared<RunOptions>();
+  auto* qwen = run->add_subcommand(
+      "qwen", "Qwen1/2/2.5/3: answer a prompt, chat, dump logits or benchmark");
+  auto* source = qwen->add_option_group("model source");
+  source->add_option("--model", options->model_dir, "Hugging Face checkpoint directory");
+  source->add_option("--fake-model", options->fake_model,
+                     "preset (qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, qwen2.5-72b, qwen3-0.6b, "
+                     "qwen-72b) or a config.json, filled with deterministic weights");
+  source->require_option(1);
+  qwen->add_option("--tokenizer", options->tokenizer_dir,
+                   "directory with tokenizer.json or qwen.tiktoken (default: the model's)");
+  qwen->add_option("--dtype", options->dtype, "weight format")
+      ->check(CLI::IsMember({"bf16", "fp16", "int8", "fp32"}))
+      ->capture_default_str();
+  qwen->add_option("--kv-dtype", options->kv_dtype, "KV cache format")
+      ->check(CLI::IsMember({"bf16", "fp16"}))
+      ->capture_default_str();
+  qwen->add_option("--threads", options->threads, "worker threads (default: the cpus allowed)")
+      ->check(CLI::PositiveNumber);
+  qwen->add_option("--cpus", options->cpus, "pin threads to these cpus, e.g. 0-3,8");
+  qwen->add_option("--max-context", options->max_context,
+                   "KV cache positions per sequence (default min(max_position_embeddings, 8192))")
+      ->check(CLI::PositiveNumber);
+
+  auto* mode = qwen->add_option_group("mode");
+  mode->add_option("--prompt", options->prompt, "answer this prompt, streaming");
+  mode->add_flag("--chat", options->chat, "interactive chat on stdin (/reset, /exit)");
+  mode->add_option("--prompt-ids", options->prompt_ids,
+                   "token ids 1,2,3 for --dump-logits (no sampling)");
+  mode->add_flag("--bench", options->bench, "measure first-token and next-token latency");
+  mode->require_option(1);
+
+  qwen->add_flag("--raw", options->raw, "use the prompt as is, without the ChatML template");
+  qwen->add_option("--system", options->system, "system message (default: Qwen's)");
+  qwen->add_option("--dump-logits", options->dump_logits,
+                   "with --prompt-ids: write int32 n_tokens, int32 n_vocab, float32 logits");
+  qwen->add_option("--max-new-tokens", options->max_new_tokens)->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  qwen->add_option("--temperature", options->temperature)->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  qwen->add_option("--top-k", options->top_k, "0: no limit")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  qwen->add_option("--top-p", options->top_p)->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  qwen->add_option("--repetition-penalty", options->repetition_penalty)->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  qwen->add_option("--seed", options->seed, "sampling seed (and fake-model weights seed)")
+      ->capture_default_str();
+  qwen->add_flag("--greedy", options->greedy, "always the most likely token");
+
+  qwen->add_option("--input-tokens", options->input_tokens, "bench: prompt length")
+      ->capture_default_str();
+  qwen->add_option("--output-tokens", options->output_tokens, "bench: tokens generated")
+      ->capture_default_str();
+  qwen->add_option("--batch-size", options->batch_size, "bench: sequences decoded together")
+      ->capture_default_str();
+  qwen->add_option("--iters", options->iters, "bench: measured iterations")->capture_default_str();
+  qwen->add_option("--warmup", options->warmup, "bench: unmeasured iterations first")
+      ->capture_default_str();
+  qwen->add_flag("--json", options->json, "bench: print JSON");
+
+  qwen->callback([&ctx, options] {
+    const RunOptions& o = *options;
+    if (!o.dump_logits.empty() && o.prompt_ids.empty()) {
+      return fail(ctx, "--dump-logits needs --prompt-ids");
+    }
+    if (!o.prompt_ids.empty() && o.dump_logits.empty()) {
+      return fail(ctx, "--prompt-ids needs --dump-logits FILE");
+    }
+    if (o.bench) return run_bench(ctx, o);
+    if (!o.prompt_ids.empty()) return run_dump_logits(ctx, o);
+    if (o.chat) return run_chat(ctx, o);
+    return run_prompt(ctx, o);
+  });
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,328 @@
+// xftctl facts, xftctl topology, xftctl launch: what the hosts are made of,
+// where each rank goes (numactl core lists), and running a command as those
+// ranks through mpirun. Plus the hidden `xftctl rank-probe` that a launched
+// rank runs to report where it landed.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/reach_options.h"
+#include "launcher/facts.h"
+#include "launcher/launch.h"
+#include "launcher/mpirun.h"
+#include "launcher/ssh_transport.h"
+#include "launcher/topology.h"
+
+namespace xft::cli {
+namespace {
+
+using launcher::HostFacts;
+using launcher::RankPlan;
+
+struct PlanFlags {
+  bool local = false;         // facts/topology: this machine (or --sysfs-root) only
+  int local_ranks = 0;        // launch --local N
+  std::string sysfs_root = "/";
+  std::string ranks;          // --ranks-per-host; empty: the inventory's value
+  int comm_cores = 0;
+  bool smt = false;
+  int cores_per_rank = 0;
+  bool refresh = false;
+  bool json = false;
+};
+
+void fail(Context& ctx, const std::string& message, int code = exit_error) {
+  std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+  ctx.exit_code = code;
+}
+
+std::string this_hostname() {
+  char name[256] = "localhost";
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// A recorded tree is named after its folder; the real root after this host.
+std::string local_name(const std::string& root) {
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  if (r == "/" || r.empty()) return this_hostname();
+  return r.substr(r.find_last_of('/') + 1);
+}
+
+void add_plan_options(CLI::App* cmd, PlanFlags& flags) {
+  cmd->add_option("--sysfs-root", flags.sysfs_root, "read sysfs/procfs under DIR (a recorded tree) instead of /")
+      ->capture_default_str();
+  cmd->add_option("--ranks-per-host", flags.ranks, "N, per-socket or per-numa (default: the inventory's ranks)");
+  cmd->add_option("--comm-cores", flags.comm_cores, "cores per rank reserved for communication threads")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_flag("--smt", flags.smt, "also bind hyperthread siblings (default: one CPU per physical core)");
+  cmd->add_option("--cores-per-rank", flags.cores_per_rank, "at most N cores per rank (0: no cap)")
+      ->check(CLI::Range(0, 65536));
+  cmd->add_flag("--refresh", flags.refresh, "probe the hosts again instead of using cached facts");
+}
+
+Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
+  launcher::PlanOptions options;
+  options.comm_cores = flags.comm_cores;
+  options.smt = flags.smt;
+  options.cores_per_rank = flags.cores_per_rank;
+  if (!flags.ranks.empty()) {
+    auto ranks = launcher::parse_ranks(flags.ranks);
+    if (!ranks) return make_error("--ranks-per-host: " + ranks.error().message);
+    options.ranks = *ranks;
+  }
+  return options;
+}
+
+struct GatheredFacts {
+  std::vector<inventory::Host> hosts;
+  std::vector<launcher::HostFactsResult> results;
+  bool any_unreachable = false;
+  bool any_failed = false;
+};
+
+Expected<GatheredFacts> gather(const Context& ctx, const ReachFlags& reach, bool refresh) {
+  auto hosts = load_selected_hosts(ctx.inventory_flag, reach.hosts);
+  if (!hosts) return hosts.error();
+  auto transport = make_ssh_transport(reach);
+  launcher::FactsRequest request;
+  request.refresh = refresh;
+  request.fanout = reach.fanout;
+  GatheredFacts gathered;
+  gathered.hosts = *hosts;
+  gathered.results = launcher::gather_facts(*hosts, *transport, request);
+  for (const auto& r : gathered.results) {
+    if (r.facts) continue;
+    (r.unreachable ? gathered.any_unreachable : gathered.any_failed) = true;
+  }
+  return gathered;
+}
+
+// The plan for an inventory (facts cached or probed) or for this machine.
+Expected<RankPlan> build_plan(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
+                              std::vector<inventory::Host>& hosts, int& failure_code) {
+  auto options = plan_options(flags);
+  if (!options) return options.error();
+  if (flags.local_ranks > 0) return launcher::plan_local(flags.local_ranks, flags.sysfs_root, *options);
+  if (flags.local) {
+    auto facts = launcher::probe_local_facts(flags.sysfs_root, local_name(flags.sysfs_root));
+    if (!facts) return facts.error();
+    launcher::PlanHost host;
+    host.name = facts->host;
+    host.address = "localhost";
+    host.fabric_provider = "shm";
+    host.facts = std::move(*facts);
+    return launcher::plan_ranks({host}, *options);
+  }
+  auto gathered = gather(ctx, reach, flags.refresh);
+  if (!gathered) return gathered.error();
+  std::vector<launcher::PlanHost> plan_hosts;
+  for (size_t i = 0; i < gathered->hosts.size(); ++i) {
+    auto& result = gathered->results[i];
+    if (!result.facts) {
+      failure_code = result.unreachable ? exit_unreachable : exit_host_failed;
+      return make_error("facts of " + result.host + ": " + result.facts.error().message);
+    }
+    plan_hosts.push_back(launcher::plan_host_from(gathered->hosts[i], *result.facts));
+  }
+  hosts = gathered->hosts;
+  return launcher::plan_ranks(std::move(plan_hosts), *options);
+}
+
+std::string gib(std::uint64_t kb) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(kb) / (1024.0 * 1024.0));
+  return text;
+}
+
+void print_facts(const HostFacts& f, bool from_cache) {
+  int online = 0, allowed = 0;
+  for (const auto& c : f.cpus) {
+    online += c.online;
+    allowed += c.online && c.allowed;
+  }
+  std::string isa;
+  for (const auto& flag : f.isa) isa += (isa.empty() ? "" : " ") + flag;
+  std::printf("%s: %s\n", f.host.c_str(), f.cpu_model.empty() ? "unknown CPU" : f.cpu_model.c_str());
+  std::printf("  %d socket%s, %d cores, %zu CPUs (%d online, %d allowed), %s memory\n", f.package_count(),
+              f.package_count() == 1 ? "" : "s", f.core_count(), f.cpus.size(), online, allowed, gib(f.memory_kb).c_str());
+  for (const auto& n : f.nodes)
+    std::printf("  NUMA %d: CPUs %s, %s%s\n", n.id, n.cpus.empty() ? "none" : launcher::format_cpu_list(n.cpus).c_str(),
+                gib(n.memory_kb).c_str(), n.has_memory() ? "" : " (memory-less)");
+  std::string nics;
+  for (const auto& n : f.nics)
+    nics += (nics.empty() ? "" : ", ") + n.name + (n.kind == "infiniband" ? " (infiniband, " : " (") + "NUMA " +
+            (n.numa_node < 0 ? std::string("unknown") : std::to_string(n.numa_node)) + ")";
+  std::printf("  NICs: %s\n", nics.empty() ? "none with a device" : nics.c_str());
+  std::printf("  ISA: %s\n", isa.empty() ? "none of avx512f avx512_bf16 amx_bf16 amx_tile avx512_fp16" : isa.c_str());
+  if (!f.probed_at.empty()) std::printf("  probed %s%s\n", f.probed_at.c_str(), from_cache ? " (cached; --refresh to probe again)" : "");
+}
+
+void run_facts(Context& ctx, const PlanFlags& flags, const ReachFlags& reach) {
+  if (flags.local) {
+    auto facts = launcher::probe_local_facts(flags.sysfs_root, local_name(flags.sysfs_root));
+    if (!facts) return fail(ctx, facts.error().message);
+    if (flags.json)
+      std::printf("%s\n", launcher::facts_to_json(*facts).dump(2).c_str());
+    else
+      print_facts(*facts, false);
+    return;
+  }
+  auto gathered = gather(ctx, reach, flags.refresh);
+  if (!gathered) return fail(ctx, gathered.error().message);
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& r : gathered->results) {
+    if (!r.facts) {
+      if (flags.json)
+        all.push_back({{"host", r.host}, {"error", r.facts.error().message}});
+      else
+        std::fprintf(stderr, "xftctl: %s\n", r.facts.error().message.c_str());
+      continue;
+    }
+    if (flags.json) {
+      auto j = launcher::facts_to_json(*r.facts);
+      j["from_cache"] = r.from_cache;
+      all.push_back(j);
+    } else {
+      print_facts(*r.facts, r.from_cache);
+    }
+  }
+  if (flags.json) std::printf("%s\n", all.dump(2).c_str());
+  ctx.exit_code = reach_exit_code(gathered->any_unreachable, gathered->any_failed);
+}
+
+void run_topology(Context& ctx, const PlanFlags& flags, const ReachFlags& reach) {
+  std::vector<inventory::Host> hosts;
+  int failure_code = exit_error;
+  auto plan = build_plan(ctx, flags, reach, hosts, failure_code);
+  if (!plan) return fail(ctx, plan.error().message, failure_code);
+  if (flags.json)
+    std::printf("%s\n", launcher::plan_to_json(*plan).dump(2).c_str());
+  else
+    std::printf("%s", launcher::format_rank_map(*plan).c_str());
+}
+
+struct LaunchFlags {
+  bool dry_run = false;
+  int timeout_s = 0;
+  std::vector<std::string> env;
+  std::vector<std::string> command;
+};
+
+Expected<std::vector<std::pair<std::string, std::string>>> parse_env(const std::vector<std::string>& items) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& item : items) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return make_error("-x " + item + ": expected VAR=VALUE");
+    env.push_back({item.substr(0, eq), item.substr(eq + 1)});
+  }
+  return env;
+}
+
+void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, const LaunchFlags& launch_flags) {
+  if (launch_flags.command.empty()) return fail(ctx, "launch: give the command after --, e.g. xftctl launch -- hostname");
+  std::vector<inventory::Host> hosts;
+  int failure_code = exit_error;
+  auto plan = build_plan(ctx, flags, reach, hosts, failure_code);
+  if (!plan) return fail(ctx, plan.error().message, failure_code);
+  std::string known_hosts = reach.known_hosts.empty() ? launcher::default_known_hosts_path() : reach.known_hosts;
+  auto mpirun = launcher::mpirun_spec_for(*plan, hosts, known_hosts, launch_flags.command);
+  if (!mpirun) return fail(ctx, mpirun.error().message);
+  auto env = parse_env(launch_flags.env);
+  if (!env) return fail(ctx, env.error().message);
+  mpirun->env = *env;
+  if (launch_flags.dry_run) {
+    auto tokens = launcher::build_mpirun_command(*plan, *mpirun);
+    if (!tokens) return fail(ctx, tokens.error().message);
+    std::printf("%s\n", launcher::shell_join(*tokens).c_str());
+    return;
+  }
+  launcher::LaunchSpec spec;
+  spec.plan = *plan;
+  spec.mpirun = *mpirun;
+  spec.timeout = std::chrono::seconds(launch_flags.timeout_s);
+  auto result = launcher::launch(spec);
+  if (!result) return fail(ctx, result.error().message);
+  if (!result->ok()) {
+    // Without a named rank, mpirun's own words are the best explanation.
+    if (!result->failure && !result->timed_out)
+      for (const auto& line : result->mpirun_messages) std::fprintf(stderr, "%s\n", line.c_str());
+    return fail(ctx, result->summary(), result->timed_out || result->failure ? exit_host_failed : exit_error);
+  }
+}
+
+// What a rank sees: where it runs and with what binding.
+void run_rank_probe() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "-");
+  };
+  std::printf("rank=%s local_rank=%s host=%s cpus=%s omp=%s comm=%s\n", env("OMPI_COMM_WORLD_RANK").c_str(),
+              env("OMPI_COMM_WORLD_LOCAL_RANK").c_str(), this_hostname().c_str(),
+              launcher::format_cpu_list(cpus).c_str(), env("OMP_NUM_THREADS").c_str(), env("XFT_COMM_CPUS").c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_topology_commands(CLI::App& app, Context& ctx) {
+  static PlanFlags facts_flags, topo_flags, launch_plan_flags;
+  static ReachFlags facts_reach, topo_reach, launch_reach;
+  static LaunchFlags launch_flags;
+
+  auto* facts = app.add_subcommand("facts", "CPU, NUMA, NIC and ISA facts of the hosts (cached per host)");
+  facts->add_flag("--local", facts_flags.local, "this machine (or the tree under --sysfs-root), no inventory");
+  facts->add_option("--sysfs-root", facts_flags.sysfs_root, "read sysfs/procfs under DIR instead of /")
+      ->capture_default_str();
+  facts->add_flag("--refresh", facts_flags.refresh, "probe again instead of using the cache");
+  facts->add_flag("--json", facts_flags.json, "JSON output");
+  add_reach_flags(*facts, facts_reach);
+  facts->callback([&] { run_facts(ctx, facts_flags, facts_reach); });
+
+  auto* topo = app.add_subcommand("topology", "the rank plan: rank map, transports, numactl binding per rank");
+  topo->add_flag("--local", topo_flags.local, "this machine (or the tree under --sysfs-root), no inventory");
+  add_plan_options(topo, topo_flags);
+  topo->add_flag("--json", topo_flags.json, "JSON output");
+  add_reach_flags(*topo, topo_reach);
+  topo->callback([&] { run_topology(ctx, topo_flags, topo_reach); });
+
+  auto* launch = app.add_subcommand("launch", "run a command as the ranks of the plan (mpirun + numactl)");
+  launch->add_flag("--dry-run", launch_flags.dry_run, "print the mpirun command instead of running it");
+  launch->add_option("--timeout", launch_flags.timeout_s, "stop every rank after S seconds (0: no limit)")
+      ->check(CLI::Range(0, 86400 * 30));
+  launch->add_option("--local", launch_plan_flags.local_ranks, "N ranks on this machine, no inventory")
+      ->check(CLI::Range(1, 4096));
+  launch->add_option("-x,--env", launch_flags.env, "VAR=VALUE for every rank (repeatable)");
+  add_plan_options(launch, launch_plan_flags);
+  launch->add_flag("--accept-new-host-keys", launch_reach.accept_new_host_keys,
+                   "trust and record unknown host keys while probing facts");
+  launch->add_option("--known-hosts", launch_reach.known_hosts,
+                     "known_hosts file for probing and for mpirun's ssh (else ~/.config/xftctl/known_hosts)");
+  launch->add_option("--hosts", launch_reach.hosts, "only these inventory hosts");
+  launch->add_option("--fanout", launch_reach.fanout, "hosts probed at once")->check(CLI::Range(1, 4096));
+  launch->add_option("--connect-timeout", launch_reach.connect_timeout_s, "seconds to wait for a host")
+      ->check(CLI::Range(1, 3600));
+  launch->add_option("command", launch_flags.command, "the command each rank runs (after --)");
+  launch->callback([&] { run_launch(ctx, launch_plan_flags, launch_reach, launch_flags); });
+
+  auto* probe = app.add_subcommand("rank-probe", "print this rank's host, rank and CPU affinity");
+  probe->group("");  // hidden: launched ranks run it
+  probe->callback([] { run_rank_probe(); });
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,264 @@
+// config.json of the three Qwen generations, mapped onto one ModelConfig.
+// Every problem is reported as "<path>: <field>: <what is wrong>".
+#include "engine/checkpoint/config.h"
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+
+namespace xft::engine {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSupported = "QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM";
+
+// Short rendering of a wrong value for an error message.
+std::string shown(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+class Fields {
+ public:
+  Fields(const json& root, const std::string& path) : root_(root), path_(path) {}
+
+  Error error(const std::string& field, const std::string& problem) const {
+    return make_error(path_ + ": " + field + ": " + problem);
+  }
+  bool present(const char* field) const {
+    return root_.contains(field) && !root_.at(field).is_null();
+  }
+
+  Expected<int> positive_int(const char* field) const {
+    if (!present(field)) return error(field, "missing (a positive integer is required)");
+    return positive_int_value(field, root_.at(field));
+  }
+  Expected<int> positive_int(const char* field, int fallback) const {
+    if (!present(field)) return fallback;
+    return positive_int_value(field, root_.at(field));
+  }
+  Expected<double> positive_number(const char* field, double fallback) const {
+    if (!present(field)) return fallback;
+    const json& value = root_.at(field);
+    if (!value.is_number() || value.get<double>() <= 0) {
+      return error(field, "expected a positive number, got " + shown(value));
+    }
+    return value.get<double>();
+  }
+  Expected<bool> boolean(const char* field, bool fallback) const {
+    if (!present(field)) return fallback;
+    const json& value = root_.at(field);
+    if (!value.is_boolean()) return error(field, "expected true or false, got " + shown(value));
+    return value.get<bool>();
+  }
+  Expected<std::string> string(const char* field, std::string fallback) const {
+    if (!present(field)) return fallback;
+    const json& value = root_.at(field);
+    if (!value.is_string()) return error(field, "expected a string, got " + shown(value));
+    return value.get<std::string>();
+  }
+  // A token id or a list of them (eos_token_id is a list in newer configs).
+  Expected<std::vector<int>> token_ids(const char* field) const {
+    std::vector<int> ids;
+    if (!present(field)) return ids;
+    const json& value = root_.at(field);
+    auto one = [&](const json& item) -> bool {
+      if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() > INT32_MAX) {
+        return false;
+      }
+      ids.push_back(int(item.get<int64_t>()));
+      return true;
+    };
+    bool ok = value.is_array() ? std::all_of(value.begin(), value.end(), one) : one(value);
+    if (!ok) return error(field, "expected a token id or a list of token ids, got " + shown(value));
+    return ids;
+  }
+
+ private:
+  Expected<int> positive_int_value(const char* field, const json& value) const {
+    if (!value.is_number_integer() || value.get<int64_t>() <= 0 ||
+        value.get<int64_t>() > INT32_MAX) {
+      return error(field, "expected a positive integer, got " + shown(value));
+    }
+    return int(value.get<int64_t>());
+  }
+
+  const json& root_;
+  std::string path_;
+};
+
+#define XFT_TRY_ASSIGN(target, expr)        \
+  do {                                      \
+    auto xft_result_ = (expr);              \
+    if (!xft_result_) return xft_result_.error(); \
+    target = std::move(*xft_result_);       \
+  } while (0)
+
+Expected<Architecture> architecture_of(const json& root, const Fields& fields, std::string& name) {
+  if (!root.contains("architectures")) {
+    return fields.error("architectures", std::string("missing (expected one of ") + kSupported + ")");
+  }
+  const json& list = root.at("architectures");
+  if (!list.is_array() || list.empty() || !list[0].is_string()) {
+    return fields.error("architectures", "expected a list with the model class name, got " + shown(list));
+  }
+  name = list[0].get<std::string>();
+  if (name == "QWenLMHeadModel") return Architecture::qwen1;
+  if (name == "Qwen2ForCausalLM") return Architecture::qwen2;
+  if (name == "Qwen3ForCausalLM") return Architecture::qwen3;
+  return fields.error("architectures",
+                      "architecture " + name + " is not supported (supported: " + kSupported + ")");
+}
+
+// Qwen1 names its fields differently and always has c_attn bias, MHA and an untied lm_head.
+Expected<void> read_qwen1(const Fields& f, ModelConfig& c) {
+  XFT_TRY_ASSIGN(c.hidden, f.positive_int("hidden_size"));
+  XFT_TRY_ASSIGN(c.layers, f.positive_int("num_hidden_layers"));
+  XFT_TRY_ASSIGN(c.heads, f.positive_int("num_attention_heads"));
+  XFT_TRY_ASSIGN(c.vocab, f.positive_int("vocab_size"));
+  int intermediate_size = 0;
+  XFT_TRY_ASSIGN(intermediate_size, f.positive_int("intermediate_size"));
+  if (intermediate_size % 2 != 0) {
+    return f.error("intermediate_size", "must be even (Qwen1 splits it between mlp.w1 and mlp.w2), got " +
+                                            std::to_string(intermediate_size));
+  }
+  c.intermediate = intermediate_size / 2;
+  if (!f.present("kv_channels") && c.hidden % c.heads != 0) {
+    return f.error("num_attention_heads", "hidden_size " + std::to_string(c.hidden) +
+                                              " is not divisible by it; set kv_channels");
+  }
+  XFT_TRY_ASSIGN(c.head_dim, f.positive_int("kv_channels", c.hidden / c.heads));
+  c.kv_heads = c.heads;
+  c.qkv_bias = true;
+  c.tie_embeddings = false;
+  XFT_TRY_ASSIGN(c.rms_eps, f.positive_number("layer_norm_epsilon", 1e-6));
+  XFT_TRY_ASSIGN(c.rope_theta, f.positive_number("rotary_emb_base", 10000.0));
+  double rotary_pct = 1.0;
+  XFT_TRY_ASSIGN(rotary_pct, f.positive_number("rotary_pct", 1.0));
+  if (rotary_pct != 1.0) return f.error("rotary_pct", "only 1.0 (rotary on the whole head) is supported");
+  int seq_length = 0;
+  XFT_TRY_ASSIGN(seq_length, f.positive_int("seq_length", 8192));
+  XFT_TRY_ASSIGN(c.max_positions, f.positive_int("max_position_embeddings", seq_length));
+  XFT_TRY_ASSIGN(c.torch_dtype, f.string("torch_dtype", ""));
+  if (c.torch_dtype.empty()) {
+    bool bf16 = false, fp16 = false;
+    XFT_TRY_ASSIGN(bf16, f.boolean("bf16", false));
+    XFT_TRY_ASSIGN(fp16, f.boolean("fp16", false));
+    c.torch_dtype = bf16 ? "bfloat16" : fp16 ? "float16" : "";
+  }
+  return {};
+}
+
+Expected<void> read_qwen2_or_3(const Fields& f, ModelConfig& c) {
+  XFT_TRY_ASSIGN(c.hidden, f.positive_int("hidden_size"));
+  XFT_TRY_ASSIGN(c.layers, f.positive_int("num_hidden_layers"));
+  XFT_TRY_ASSIGN(c.heads, f.positive_int("num_attention_heads"));
+  XFT_TRY_ASSIGN(c.vocab, f.positive_int("vocab_size"));
+  XFT_TRY_ASSIGN(c.intermediate, f.positive_int("intermediate_size"));
+  XFT_TRY_ASSIGN(c.kv_heads, f.positive_int("num_key_value_heads", c.heads));
+  if (c.heads % c.kv_heads != 0) {
+    return f.error("num_key_value_heads", std::to_string(c.kv_heads) +
+                                              " does not divide num_attention_heads " +
+                                              std::to_string(c.heads));
+  }
+  bool qwen3 = c.arch == Architecture::qwen3;
+  if (qwen3) {
+    XFT_TRY_ASSIGN(c.head_dim, f.positive_int("head_dim", 128));  // Qwen3Config's default
+  } else {
+    if (!f.present("head_dim") && c.hidden % c.heads != 0) {
+      return f.error("num_attention_heads", "hidden_size " + std::to_string(c.hidden) +
+                                                " is not divisible by it; set head_dim");
+    }
+    XFT_TRY_ASSIGN(c.head_dim, f.positive_int("head_dim", c.hidden / c.heads));
+  }
+  if (c.head_dim % 2 != 0) return f.error("head_dim", "must be even for rotary embeddings");
+  XFT_TRY_ASSIGN(c.rope_theta, f.positive_number("rope_theta", 10000.0));
+  XFT_TRY_ASSIGN(c.rms_eps, f.positive_number("rms_norm_eps", 1e-6));
+  XFT_TRY_ASSIGN(c.max_positions, f.positive_int("max_position_embeddings", 32768));
+  XFT_TRY_ASSIGN(c.tie_embeddings, f.boolean("tie_word_embeddings", false));
+  XFT_TRY_ASSIGN(c.torch_dtype, f.string("torch_dtype", ""));
+  // Qwen2 always has q/k/v bias whatever attention_bias says; Qwen3 follows the flag.
+  if (qwen3) {
+    XFT_TRY_ASSIGN(c.qkv_bias, f.boolean("attention_bias", false));
+  } else {
+    c.qkv_bias = true;
+  }
+  c.qk_norm = qwen3;
+  std::string act;
+  XFT_TRY_ASSIGN(act, f.string("hidden_act", "silu"));
+  if (act != "silu") return f.error("hidden_act", "only silu is supported, got \"" + act + "\"");
+  if (f.present("rope_scaling")) {
+    return f.error("rope_scaling", "rope scaling is not supported; remove it or set it to null");
+  }
+  return {};
+}
+
+void add_unique(std::vector<int>& into, const std::vector<int>& ids) {
+  for (int id : ids) {
+    if (std::find(into.begin(), into.end(), id) == into.end()) into.push_back(id);
+  }
+}
+
+Expected<json> parse_json_object(const std::string& text, const std::string& path) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    return make_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!root.is_object()) return make_error(path + ": expected a JSON object at the top level");
+  return root;
+}
+
+}  // namespace
+
+Expected<ModelConfig> parse_config(const std::string& json_text, const std::string& path) {
+  auto root = parse_json_object(json_text, path);
+  if (!root) return root.error();
+  Fields fields(*root, path);
+  ModelConfig config;
+  XFT_TRY_ASSIGN(config.arch, architecture_of(*root, fields, config.architecture_name));
+  auto shape = config.arch == Architecture::qwen1 ? read_qwen1(fields, config)
+                                                  : read_qwen2_or_3(fields, config);
+  if (!shape) return shape.error();
+  XFT_TRY_ASSIGN(config.eos_ids, fields.token_ids("eos_token_id"));
+  std::vector<int> bos;
+  XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
+  if (!bos.empty()) config.bos_id = bos.front();
+  return config;
+}
+
+Expected<ModelConfig> load_config(const std::string& model_dir) {
+  std::string path = model_dir + "/config.json";
+  if (!std::filesystem::exists(path)) {
+    return make_error(path + ": missing (is " + model_dir + " a Hugging Face model directory?)");
+  }
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto config = parse_config(*text, path);
+  if (!config) return config;
+
+  // generation_config.json decides when generation stops (HF generate() uses its eos list).
+  std::string generation_path = model_dir + "/generation_config.json";
+  if (std::filesystem::exists(generation_path)) {
+    auto generation_text = read_file(generation_path);
+    if (!generation_text) return generation_text.error();
+    auto generation = parse_json_object(*generation_text, generation_path);
+    if (!generation) return generation.error();
+    Fields fields(*generation, generation_path);
+    std::vector<int> eos, bos;
+    XFT_TRY_ASSIGN(eos, fields.token_ids("eos_token_id"));
+    XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
+    add_unique(eos, config->eos_ids);
+    config->eos_ids = eos;
+    if (!bos.empty() && config->bos_id < 0) config->bos_id = bos.front();
+  }
+  return config;
+}
+
+}  // namespace xft::engine

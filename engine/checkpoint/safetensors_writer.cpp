@@ -1,0 +1,67 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <memory>
+
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/safetensors.h"
+
+namespace xft::engine {
+namespace {
+
+struct FileCloser {
+  void operator()(FILE* file) const { std::fclose(file); }
+};
+
+// Rows per read so that a large tensor never sits in memory whole.
+int64_t rows_per_chunk(const std::vector<int64_t>& shape) {
+  int64_t cols = shape.size() == 2 ? std::max<int64_t>(shape[1], 1) : 1;
+  return std::max<int64_t>(1, (int64_t(1) << 24) / cols);
+}
+
+}  // namespace
+
+Expected<void> write_safetensors_bf16(const std::string& path, const WeightSource& source,
+                                      const std::vector<std::string>& names) {
+  std::vector<TensorMeta> metas;
+  std::string header = "{";
+  uint64_t offset = 0;
+  for (const auto& name : names) {
+    auto meta = source.meta(name);
+    if (!meta) return meta.error();
+    uint64_t bytes = 2;
+    for (int64_t dim : meta->shape) bytes *= uint64_t(dim);
+    if (metas.size()) header += ",";
+    header += "\"" + name + "\":{\"dtype\":\"BF16\",\"shape\":" + shape_text(meta->shape) +
+              ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) +
+              "]}";
+    offset += bytes;
+    metas.push_back(std::move(*meta));
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
+  if (!file) return make_error("cannot create " + path + ": " + std::strerror(errno));
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+  bool ok = std::fwrite(length, 1, 8, file.get()) == 8 &&
+            std::fwrite(header.data(), 1, header.size(), file.get()) == header.size();
+  for (const auto& meta : metas) {
+    int64_t rows = meta.shape.empty() ? 1 : meta.shape[0];
+    int64_t step = rows_per_chunk(meta.shape);
+    for (int64_t row = 0; ok && row < rows; row += step) {
+      auto values = source.read_bf16(meta.name, Slice{row, std::min(rows, row + step)});
+      if (!values) return values.error();
+      // The format is little-endian, as is every machine this runs on (x86-64, aarch64).
+      ok = std::fwrite(values->data(), 2, values->size(), file.get()) == values->size();
+    }
+  }
+  if (!ok || std::fflush(file.get()) != 0) {
+    return make_error("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return {};
+}
+
+}  // namespace xft::engine

@@ -1,0 +1,79 @@
+#include "engine/checkpoint/slicing.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/checkpoint/layout.h"
+
+namespace xft::engine {
+namespace {
+
+Expected<void> resolve_axis(const std::string& name, const char* axis, int64_t size, Slice slice,
+                            int64_t& begin, int64_t& end) {
+  begin = slice.begin;
+  end = slice.end < 0 ? size : slice.end;
+  if (begin < 0 || begin > end || end > size) {
+    return make_error("tensor " + name + ": " + axis + " slice [" + std::to_string(slice.begin) +
+                      "," + std::to_string(slice.end) + ") is outside [0," + std::to_string(size) +
+                      ")");
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<Region> resolve_region(const std::string& name, const std::vector<int64_t>& shape,
+                                Slice rows, Slice cols) {
+  if (shape.size() > 2) {
+    return make_error("tensor " + name + ": shape " + shape_text(shape) +
+                      " has more than 2 dimensions; only vectors and matrices can be sliced");
+  }
+  Region region;
+  int64_t row_count = shape.empty() ? 1 : shape[0];
+  auto ok = resolve_axis(name, "row", row_count, rows, region.row_begin, region.row_end);
+  if (!ok) return ok.error();
+  if (shape.size() == 2) {
+    region.cols = shape[1];
+    ok = resolve_axis(name, "column", shape[1], cols, region.col_begin, region.col_end);
+    if (!ok) return ok.error();
+  }
+  return region;
+}
+
+float bf16_to_f32(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
+uint16_t f32_to_bf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);  // keep NaN a NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+float f16_to_f32(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000u) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1fu;
+  uint32_t mantissa = bits & 0x3ffu;
+  uint32_t out;
+  if (exponent == 0x1f) {
+    out = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    out = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    out = sign;
+  } else {  // subnormal half: value = mantissa * 2^-24, exact in float
+    float value = std::ldexp(float(mantissa), -24);
+    std::memcpy(&out, &value, 4);
+    out |= sign;
+  }
+  float value;
+  std::memcpy(&value, &out, 4);
+  return value;
+}
+
+}  // namespace xft::engine

@@ -1,0 +1,310 @@
+#include "engine/checkpoint/test_model.h"
+
+#include <climits>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+#include "engine/checkpoint/layout.h"
+#include "engine/checkpoint/safetensors.h"
+#include "engine/tokenizer/tiktoken.h"
+
+namespace xft::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr int kEndOfText = 151643;  // <|endoftext|>
+constexpr int kImEnd = 151645;      // <|im_end|>
+
+Expected<int> int_arg(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    long value = std::stol(text, &used);
+    if (used == text.size() && value >= 0 && value <= INT32_MAX) return int(value);
+  } catch (const std::exception&) {
+  }
+  return make_error(flag + ": expected a non-negative integer, got \"" + text + "\"");
+}
+
+Expected<void> set_generator_option(TestModelSpec& spec, const std::string& flag,
+                                    const std::string& value) {
+  auto set_int = [&](int& field) -> Expected<void> {
+    auto parsed = int_arg(flag, value);
+    if (!parsed) return parsed.error();
+    field = *parsed;
+    return {};
+  };
+  if (flag == "--arch") {
+    auto arch = parse_architecture(value);
+    if (!arch) return arch.error();
+    spec.arch = *arch;
+    return {};
+  }
+  if (flag == "--seed") {
+    try {
+      size_t used = 0;
+      spec.seed = std::stoull(value, &used);
+      if (used == value.size() && value[0] != '-') return {};
+    } catch (const std::exception&) {
+    }
+    return make_error("--seed: expected a non-negative integer, got \"" + value + "\"");
+  }
+  if (flag == "--rope-theta") {
+    try {
+      size_t used = 0;
+      spec.rope_theta = std::stod(value, &used);
+      if (used == value.size()) return {};
+    } catch (const std::exception&) {
+    }
+    return make_error("--rope-theta: expected a number, got \"" + value + "\"");
+  }
+  if (flag == "--tie") {
+    if (value != "0" && value != "1") return make_error("--tie: expected 0 or 1, got \"" + value + "\"");
+    spec.tie = value == "1";
+    return {};
+  }
+  if (flag == "--hidden") return set_int(spec.hidden);
+  if (flag == "--layers") return set_int(spec.layers);
+  if (flag == "--heads") return set_int(spec.heads);
+  if (flag == "--kv-heads") return set_int(spec.kv_heads);
+  if (flag == "--head-dim") return set_int(spec.head_dim);
+  if (flag == "--inter") return set_int(spec.intermediate);
+  if (flag == "--vocab") return set_int(spec.vocab);
+  if (flag == "--max-pos") return set_int(spec.max_positions);
+  return make_error("unknown test-model option " + flag);
+}
+
+Error spec_error(const std::string& flag, const std::string& problem) {
+  return make_error("--" + flag + ": " + problem);
+}
+
+int effective_head_dim(const TestModelSpec& spec) {
+  return spec.arch == Architecture::qwen1 ? spec.hidden / spec.heads : spec.head_dim;
+}
+
+uint64_t file_size_or_zero(const fs::path& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+Expected<void> write_tokenizer_files(const fs::path& dir, const TestModelSpec& spec,
+                                     const std::string& tokenizer_dir) {
+  fs::path source(tokenizer_dir);
+  auto tokenizer_json = read_file((source / "tokenizer.json").string());
+  if (!tokenizer_json) return tokenizer_json.error();
+  if (spec.arch == Architecture::qwen1) {
+    auto tiktoken = tiktoken_from_tokenizer_json(*tokenizer_json);
+    if (!tiktoken) {
+      return make_error((source / "tokenizer.json").string() + ": " + tiktoken.error().message);
+    }
+    return write_file_atomic((dir / "qwen.tiktoken").string(), *tiktoken);
+  }
+  auto tokenizer_config = read_file((source / "tokenizer_config.json").string());
+  if (!tokenizer_config) return tokenizer_config.error();
+  auto written = write_file_atomic((dir / "tokenizer.json").string(), *tokenizer_json);
+  if (!written) return written;
+  return write_file_atomic((dir / "tokenizer_config.json").string(), *tokenizer_config);
+}
+
+Expected<void> write_model_files(const fs::path& dir, const TestModelSpec& spec,
+                                 const WriteOptions& options) {
+  auto config = test_model_config(spec);
+  if (!config) return config.error();
+  auto written = write_file_atomic((dir / "config.json").string(), test_model_config_json(spec));
+  if (written) {
+    written = write_file_atomic((dir / "generation_config.json").string(),
+                                test_model_generation_config_json(spec));
+  }
+  if (!written) return written;
+  auto weights = make_fake_weights(*config, spec.seed);
+  std::vector<std::string> names;
+  for (const auto& tensor : expected_tensors(*config)) names.push_back(tensor.name);
+  written = write_safetensors_bf16((dir / "model.safetensors").string(), *weights, names);
+  if (!written) return written;
+  if (!options.tokenizer_dir.empty()) return write_tokenizer_files(dir, spec, options.tokenizer_dir);
+  return {};
+}
+
+// Moves the finished temp folder to out_dir; a non-empty out_dir survives unless replacing.
+Expected<void> move_into_place(const fs::path& temp, const fs::path& out, bool replace) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec)) {
+      return make_error(out.string() + " exists and is not a directory; choose another output path");
+    }
+    if (!fs::is_empty(out, ec) && !replace) {
+      return make_error(out.string() +
+                        " exists and is not empty; remove it or pass --force to replace it");
+    }
+    fs::path old = out.string() + ".xftctl-old." + std::to_string(::getpid());
+    fs::rename(out, old, ec);
+    if (ec) return make_error("cannot move " + out.string() + " aside: " + ec.message());
+    fs::rename(temp, out, ec);
+    if (ec) {
+      std::error_code ignored;
+      fs::rename(old, out, ignored);
+      return make_error("cannot rename " + temp.string() + " to " + out.string() + ": " + ec.message());
+    }
+    fs::remove_all(old, ec);
+    return {};
+  }
+  fs::rename(temp, out, ec);
+  if (ec) return make_error("cannot rename " + temp.string() + " to " + out.string() + ": " + ec.message());
+  return {};
+}
+
+}  // namespace
+
+Expected<Architecture> parse_architecture(const std::string& name) {
+  if (name == "qwen") return Architecture::qwen1;
+  if (name == "qwen2") return Architecture::qwen2;
+  if (name == "qwen3") return Architecture::qwen3;
+  return make_error("--arch: unknown architecture \"" + name + "\" (expected qwen, qwen2 or qwen3)");
+}
+
+const char* architecture_flag(Architecture arch) {
+  switch (arch) {
+    case Architecture::qwen1: return "qwen";
+    case Architecture::qwen2: return "qwen2";
+    case Architecture::qwen3: return "qwen3";
+  }
+  return "?";
+}
+
+Expected<TestModelSpec> parse_generator_args(const std::string& line) {
+  std::istringstream words(line.substr(0, line.find("--defaults:")));
+  TestModelSpec spec;
+  std::string flag, value;
+  while (words >> flag) {
+    if (!(words >> value)) return make_error(flag + ": missing value");
+    auto set = set_generator_option(spec, flag, value);
+    if (!set) return set.error();
+  }
+  return spec;
+}
+
+Expected<void> validate_spec(const TestModelSpec& spec) {
+  const std::pair<const char*, int> positive[] = {
+      {"hidden", spec.hidden},   {"layers", spec.layers}, {"heads", spec.heads},
+      {"kv-heads", spec.kv_heads}, {"head-dim", spec.head_dim}, {"inter", spec.intermediate},
+      {"vocab", spec.vocab},     {"max-pos", spec.max_positions}};
+  for (auto [flag, value] : positive) {
+    if (value <= 0) return spec_error(flag, "must be positive, got " + std::to_string(value));
+  }
+  if (!(spec.rope_theta > 0)) return spec_error("rope-theta", "must be positive");
+  if (spec.arch == Architecture::qwen1) {
+    if (spec.hidden % spec.heads != 0) {
+      return spec_error("heads", "must divide --hidden " + std::to_string(spec.hidden) + " for qwen");
+    }
+    if (spec.intermediate % 2 != 0) {
+      return spec_error("inter", "must be even for qwen (w1 and w2 get half each)");
+    }
+  } else if (spec.heads % spec.kv_heads != 0) {
+    return spec_error("kv-heads", "must divide --heads " + std::to_string(spec.heads));
+  }
+  if (effective_head_dim(spec) % 2 != 0) {
+    return spec_error("head-dim", "must be even for rotary embeddings, got " +
+                                      std::to_string(effective_head_dim(spec)));
+  }
+  return {};
+}
+
+std::string test_model_config_json(const TestModelSpec& s) {
+  ordered_json c;
+  if (s.arch == Architecture::qwen1) {
+    c["architectures"] = {"QWenLMHeadModel"};
+    c["model_type"] = "qwen";
+    c["hidden_size"] = s.hidden;
+    c["intermediate_size"] = s.intermediate;
+    c["num_hidden_layers"] = s.layers;
+    c["num_attention_heads"] = s.heads;
+    c["kv_channels"] = s.hidden / s.heads;
+    c["vocab_size"] = s.vocab;
+    c["seq_length"] = s.max_positions;
+    c["max_position_embeddings"] = s.max_positions;
+    c["layer_norm_epsilon"] = 1e-6;
+    c["rotary_emb_base"] = s.rope_theta;
+    c["rotary_pct"] = 1.0;
+    c["no_bias"] = true;
+    c["tie_word_embeddings"] = false;
+    c["bf16"] = true;
+    c["use_dynamic_ntk"] = false;
+    c["use_logn_attn"] = false;
+    return c.dump(2) + "\n";
+  }
+  bool qwen3 = s.arch == Architecture::qwen3;
+  c["architectures"] = {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"};
+  c["model_type"] = qwen3 ? "qwen3" : "qwen2";
+  c["hidden_size"] = s.hidden;
+  c["intermediate_size"] = s.intermediate;
+  c["num_hidden_layers"] = s.layers;
+  c["num_attention_heads"] = s.heads;
+  c["num_key_value_heads"] = s.kv_heads;
+  c["head_dim"] = s.head_dim;
+  c["vocab_size"] = s.vocab;
+  c["max_position_embeddings"] = s.max_positions;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_theta"] = s.rope_theta;
+  c["hidden_act"] = "silu";
+  c["tie_word_embeddings"] = s.tie;
+  c["torch_dtype"] = "bfloat16";
+  c["bos_token_id"] = kEndOfText;
+  c["eos_token_id"] = kImEnd;
+  c["attention_bias"] = !qwen3;
+  c["use_sliding_window"] = false;
+  return c.dump(2) + "\n";
+}
+
+std::string test_model_generation_config_json(const TestModelSpec& s) {
+  ordered_json g;
+  if (s.arch == Architecture::qwen1) {
+    g["chat_format"] = "chatml";
+    g["eos_token_id"] = kEndOfText;
+    g["pad_token_id"] = kEndOfText;
+  } else {
+    g["bos_token_id"] = kEndOfText;
+    g["eos_token_id"] = {kImEnd, kEndOfText};
+    g["pad_token_id"] = kEndOfText;
+  }
+  return g.dump(2) + "\n";
+}
+
+Expected<ModelConfig> test_model_config(const TestModelSpec& spec) {
+  auto valid = validate_spec(spec);
+  if (!valid) return valid.error();
+  return parse_config(test_model_config_json(spec), "config.json");
+}
+
+Expected<std::vector<WrittenFile>> write_test_model(const std::string& out_dir,
+                                                    const TestModelSpec& spec,
+                                                    const WriteOptions& options) {
+  auto valid = validate_spec(spec);
+  if (!valid) return valid.error();
+  fs::path out = fs::path(out_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/" -> "dir"
+  fs::path temp = out.string() + ".xftctl-tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(temp, ec);
+  fs::create_directories(temp, ec);
+  if (ec) return make_error("cannot create " + temp.string() + ": " + ec.message());
+  auto written = write_model_files(temp, spec, options);
+  if (written) written = move_into_place(temp, out, options.replace_existing);
+  if (!written) {
+    fs::remove_all(temp, ec);
+    return written.error();
+  }
+  std::vector<WrittenFile> files;
+  for (const char* name : {"config.json", "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json", "qwen.tiktoken"}) {
+    fs::path path = out / name;
+    if (fs::exists(path, ec)) files.push_back({path.string(), file_size_or_zero(path)});
+  }
+  return files;
+}
+
+}  // namespace xft::engine

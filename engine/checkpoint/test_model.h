@@ -1,0 +1,60 @@
+// The deterministic test model as a checkpoint directory: config.json,
+// generation_config.json, model.safetensors and (when a tokenizer source is
+// given) the tokenizer files, so every engine path can run without downloads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "engine/checkpoint/config.h"
+
+namespace xft::engine {
+
+// Mirrors `xftctl model make-test` options and their defaults.
+struct TestModelSpec {
+  Architecture arch = Architecture::qwen2;
+  uint64_t seed = 0;
+  int hidden = 64;
+  int layers = 2;
+  int heads = 4;
+  int kv_heads = 2;      // ignored for qwen (Qwen1 is multi-head)
+  int head_dim = 16;     // ignored for qwen (hidden / heads)
+  int intermediate = 176;  // config's intermediate_size (Qwen1: both branches together)
+  int vocab = 151936;
+  bool tie = true;       // ignored for qwen (always an untied lm_head)
+  double rope_theta = 1e6;
+  int max_positions = 4096;
+};
+
+Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3
+const char* architecture_flag(Architecture arch);
+
+// Parses a golden file's "generator" line ("--arch qwen --seed 5 --inter 256
+// --tie 0 --defaults: ..."); what follows "--defaults:" is documentation.
+Expected<TestModelSpec> parse_generator_args(const std::string& line);
+
+Expected<void> validate_spec(const TestModelSpec& spec);
+std::string test_model_config_json(const TestModelSpec& spec);
+std::string test_model_generation_config_json(const TestModelSpec& spec);
+Expected<ModelConfig> test_model_config(const TestModelSpec& spec);
+
+struct WrittenFile {
+  std::string path;
+  uint64_t bytes = 0;
+};
+
+struct WriteOptions {
+  // Folder holding tokenizer.json and tokenizer_config.json; empty: write no tokenizer files.
+  std::string tokenizer_dir;
+  bool replace_existing = false;  // else a non-empty out_dir is an error
+};
+
+// Builds the model in a temp folder beside out_dir and renames it into place,
+// so out_dir is either absent/untouched or complete.
+Expected<std::vector<WrittenFile>> write_test_model(const std::string& out_dir,
+                                                    const TestModelSpec& spec,
+                                                    const WriteOptions& options = {});
+
+}  // namespace xft::engine

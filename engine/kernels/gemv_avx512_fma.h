@@ -1,0 +1,69 @@
+// The AVX-512 decode kernel shape shared by the float-x formats (f32, f16,
+// int8): R weight rows x M inputs of 16-wide FMA accumulators, weight
+// converted to float in registers, read exactly once. Included by exactly one
+// .cpp per format, each compiled for its own target (see XFT_AVX512 below).
+#pragma once
+
+// GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "engine/kernels/linear_internal.h"
+
+#define XFT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+
+namespace xft::engine::avx512_fma {
+
+// Load16: a functor XFT_AVX512 __m512 operator()(const PackedWeight&, int row, int col).
+template <class Load16, int R, int M>
+XFT_AVX512 inline void rows_kernel(const PackedWeight& w, const float* x, float* y, int r0) {
+  const Load16 load;
+  __m512 acc[R][M];
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int c = 0; c < w.ld; c += 16) {
+    __m512 xv[M];
+    #pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) xv[j] = _mm512_loadu_ps(x + static_cast<size_t>(j) * w.ld + c);
+    #pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512 wv = load(w, r0 + i, c);
+      #pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    const int r = r0 + i;
+    const float scale = w.scales.empty() ? 1.0f : w.scales[r];
+    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+    #pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) {
+      y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[i][j]) * scale + bias;
+    }
+  }
+}
+
+template <class Load16, int M>
+XFT_AVX512 inline void run_rows(const PackedWeight& w, const float* x, float* y, int rb, int re) {
+  constexpr int R = 4;
+  int r = rb;
+  for (; r + R <= re; r += R) rows_kernel<Load16, R, M>(w, x, y, r);
+  for (; r < re; ++r) rows_kernel<Load16, 1, M>(w, x, y, r);
+}
+
+template <class Load16>
+XFT_AVX512 inline void gemv(const PackedWeight& w, const void* x, int m, float* y, int rb, int re) {
+  const float* xf = static_cast<const float*>(x);
+  switch (m) {
+    case 1: run_rows<Load16, 1>(w, xf, y, rb, re); break;
+    case 2: run_rows<Load16, 2>(w, xf, y, rb, re); break;
+    case 3: run_rows<Load16, 3>(w, xf, y, rb, re); break;
+    default: run_rows<Load16, 4>(w, xf, y, rb, re); break;
+  }
+}
+
+}  // namespace xft::engine::avx512_fma

@@ -1,0 +1,146 @@
+// AVX512-VNNI decode kernel for int8 weights.
+//
+// x is quantized per block of kInt8Block (64) elements to int8 with its own
+// scale. vpdpbusd multiplies unsigned by signed bytes, so the weight q is
+// fed as q + 128 (q ^ 0x80) and the extra 128 · Σ x_q of each lane is
+// cancelled by starting the lane's accumulator at -128 · Σ x_q: every
+// block's dot product is then exact in int32, converted to float once and
+// scaled by the block's x scale. Per 64 weights and input row: one
+// vpdpbusd, one convert, one FMA (the exact float path needs 12 operations).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "engine/kernels/linear_internal.h"
+
+#define XFT_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
+
+namespace xft::engine {
+namespace {
+
+Int8StagedX layout(const PackedWeight& w, int m, unsigned char* base) {
+  const size_t blocks = static_cast<size_t>(w.ld) / kInt8Block;
+  Int8StagedX s;
+  s.q = reinterpret_cast<const int8_t*>(base);
+  s.neg_comp = reinterpret_cast<const int32_t*>(base + static_cast<size_t>(m) * w.ld);
+  s.scale = reinterpret_cast<const float*>(base + static_cast<size_t>(m) * w.ld + m * blocks * 16 * 4);
+  return s;
+}
+
+size_t staged_bytes(const PackedWeight& w, int m) {
+  const size_t blocks = static_cast<size_t>(w.ld) / kInt8Block;
+  return static_cast<size_t>(m) * w.ld + m * blocks * 16 * 4 + m * blocks * 4;
+}
+
+template <int R, int M>
+XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, float* y, int r0) {
+  const int blocks = w.ld / kInt8Block;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[R][M];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int b = 0; b < blocks; ++b) {
+    const int c = b * kInt8Block;
+    __m512i xq[M], start[M];
+    __m512 xs[M];
+#pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) {
+      xq[j] = _mm512_loadu_si512(x.q + static_cast<size_t>(j) * w.ld + c);
+      start[j] = _mm512_loadu_si512(x.neg_comp + (static_cast<size_t>(j) * blocks + b) * 16);
+      xs[j] = _mm512_set1_ps(x.scale[static_cast<size_t>(j) * blocks + b]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(w.row<int8_t>(r0 + i) + c), flip);
+#pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) {
+        const __m512i dot = _mm512_dpbusd_epi32(start[j], wq, xq[j]);
+        acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xs[j], acc[i][j]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    const int r = r0 + i;
+    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+#pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) {
+      y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[i][j]) * w.scales[r] + bias;
+    }
+  }
+}
+
+template <int M>
+XFT_VNNI void run_rows(const PackedWeight& w, const Int8StagedX& x, float* y, int rb, int re) {
+  constexpr int R = 4;
+  int r = rb;
+  for (; r + R <= re; r += R) rows_kernel<R, M>(w, x, y, r);
+  for (; r < re; ++r) rows_kernel<1, M>(w, x, y, r);
+}
+
+// One block of x (n <= 64 floats, zero padded) -> 64 int8, the lane
+// compensation and the block scale. Rounding: nearest even (MXCSR default).
+XFT_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg_comp, float* scale) {
+  __m512 v[4];
+  __m512 amax = _mm512_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    const int left = n - 16 * k;
+    const __mmask16 mask = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1u);
+    v[k] = _mm512_maskz_loadu_ps(mask, x + 16 * k);
+    amax = _mm512_max_ps(amax, _mm512_abs_ps(v[k]));
+  }
+  const float max_abs = _mm512_reduce_max_ps(amax);
+  *scale = max_abs / 127.0f;
+  const __m512 inv = _mm512_set1_ps(max_abs > 0.0f ? 127.0f / max_abs : 0.0f);
+  __m128i bytes[4];
+  for (int k = 0; k < 4; ++k) {
+    bytes[k] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[k], inv)));
+  }
+  __m512i all = _mm512_castsi128_si512(bytes[0]);
+  all = _mm512_inserti32x4(all, bytes[1], 1);
+  all = _mm512_inserti32x4(all, bytes[2], 2);
+  all = _mm512_inserti32x4(all, bytes[3], 3);
+  _mm512_storeu_si512(q, all);
+  // Σ of each lane's 4 signed bytes, via a dot product with ones.
+  const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), all);
+  _mm512_storeu_si512(neg_comp, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7)));
+}
+
+}  // namespace
+
+const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+  buffer.resize(staged_bytes(w, m) + 8 + sizeof(Int8StagedX));
+  unsigned char* base = buffer.as<unsigned char>();
+  const Int8StagedX s = layout(w, m, base);
+  const int blocks = w.ld / kInt8Block;
+  for (int j = 0; j < m; ++j) {
+    const float* xr = x + static_cast<size_t>(j) * w.in;
+    for (int b = 0; b < blocks; ++b) {
+      const int c0 = b * kInt8Block;
+      const size_t block = static_cast<size_t>(j) * blocks + b;
+      quantize_block(xr + c0, std::min(kInt8Block, w.in - c0),
+                     const_cast<int8_t*>(s.q) + static_cast<size_t>(j) * w.ld + c0,
+                     const_cast<int32_t*>(s.neg_comp) + block * 16, const_cast<float*>(s.scale) + block);
+    }
+  }
+  // The kernel's x argument: the layout header, stored after the data.
+  Int8StagedX* header = reinterpret_cast<Int8StagedX*>(base + (staged_bytes(w, m) + 7) / 8 * 8);
+  *header = s;
+  return header;
+}
+
+void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int rb, int re) {
+  const Int8StagedX& xs = *static_cast<const Int8StagedX*>(x);
+  switch (m) {
+    case 1: run_rows<1>(w, xs, y, rb, re); break;
+    case 2: run_rows<2>(w, xs, y, rb, re); break;
+    case 3: run_rows<3>(w, xs, y, rb, re); break;
+    default: run_rows<4>(w, xs, y, rb, re); break;
+  }
+}
+
+}  // namespace xft::engine

@@ -1,0 +1,104 @@
+// A dense projection y[m, out] = x[m, in] · Wᵀ + b with the weight packed once
+// at load time into the format the kernels stream.
+//
+// Two regimes:
+//  * decode (m <= kGemvMaxRows): hand-written GEMV kernels read the weight
+//    exactly once per call, all pool threads splitting the output rows;
+//  * prefill (m > kGemvMaxRows): oneDNN matmul, one single-threaded call per
+//    pool thread on its slice of output columns, primitives cached per shape.
+//
+// Numerics per format (what tests/unit/engine/kernels_linear_test.cpp checks):
+//  * f32:  float FMA, float accumulation (oneDNN f32 matmul for prefill).
+//  * bf16: weight kept bf16. AVX512-BF16 decode and all prefill round x to
+//    bf16 once (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar decode keep x float.
+//  * f16:  weight kept IEEE half; decode converts it to float (F16C) and
+//    keeps x float; prefill converts weight tiles to bf16 (exactly for
+//    |w| >= 2^-14 up to the 8-bit mantissa: |error| <= 2^-7 · Σ|x_i w_i|).
+//  * int8: weight-only quantization, symmetric per output channel:
+//    q = round(w / s), s = max|w_row| / 127 (|w - q s| <= s/2).
+//    Decode with AVX512-VNNI: x is quantized per block of kInt8Block = 64
+//    elements (Q8-style: t = round(x / sx), sx = max|x_block| / 127), each
+//    block's integer dot product is exact (vpdpbusd on q+128 with the
+//    compensation folded into the accumulator's start), and the block
+//    results are summed in float: |error| <= Σ_blocks sx/2 · Σ|q s| on top
+//    of the weight rounding. Without VNNI (AVX-512 or AVX2) decode is the
+//    exact dequantize-FMA path (int8 -> float, FMA with float x, s applied
+//    once per row). Prefill feeds the integers (exact in bf16) to oneDNN and
+//    applies s per column, adding only the bf16 rounding of x.
+// Padding: every row is zero-padded to a multiple of 64 elements so the
+// kernels have no tails; weight_bytes() counts the padded rows plus scales.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/cpu_features.h"
+#include "engine/kernels/thread_pool.h"
+
+namespace xft::engine {
+
+enum class WeightFormat { f32, bf16, f16, int8 };
+
+const char* weight_format_name(WeightFormat format);
+// "f32" | "bf16" | "f16" | "int8"; false when the text is none of them.
+bool parse_weight_format(const std::string& text, WeightFormat* format);
+
+// One block of rows of a fused projection (q/k/v, gate/up): exactly one of
+// weight_f32 / weight_bf16 is set, row-major [rows][in]; bias optional [rows].
+struct LinearBlock {
+  const float* weight_f32 = nullptr;
+  const uint16_t* weight_bf16 = nullptr;
+  const float* bias = nullptr;
+  int rows = 0;
+};
+
+// Largest m served by the GEMV kernels; larger batches go to oneDNN.
+constexpr int kGemvMaxRows = 4;
+// Activation block of the int8 VNNI decode kernel (one scale per block).
+constexpr int kInt8Block = 64;
+
+struct PackedWeight;  // kernel layout, see linear_internal.h
+
+class Linear {
+ public:
+  Linear();
+  // weight: row-major [out][in] float32 or raw bf16 bits; bias: [out] or null.
+  Linear(const float* weight, int out, int in, WeightFormat format, const float* bias = nullptr);
+  Linear(const uint16_t* weight_bf16, int out, int in, WeightFormat format,
+         const float* bias = nullptr);
+  // Rows of all blocks stacked in order: out() = Σ rows. A bias is used when
+  // any block has one (blocks without get zeros).
+  Linear(const std::vector<LinearBlock>& blocks, int in, WeightFormat format);
+  ~Linear();
+  Linear(Linear&&) noexcept;
+  Linear& operator=(Linear&&) noexcept;
+
+  // y[m][out] = x[m][in] · Wᵀ + b; x and y are dense row-major and must not overlap.
+  void forward(const float* x, int m, float* y, ThreadPool& pool) const;
+
+  int out() const;
+  int in() const;
+  WeightFormat format() const;
+  // Bytes of packed weight (padded rows, int8 scales) read by one decode step.
+  size_t weight_bytes() const;
+  // The kernel family picked at construction (active_isa() then).
+  Isa isa() const;
+  // e.g. "bf16/avx512-bf16", "int8/avx2", for logs and benchmarks.
+  std::string kernel_name() const;
+  bool empty() const { return packed_ == nullptr; }
+
+  // The decode kernel alone for m <= kGemvMaxRows (benchmarks and tests).
+  void forward_gemv(const float* x, int m, float* y, ThreadPool& pool) const;
+  // The prefill path alone for any m >= 1 (benchmarks and tests).
+  void forward_matmul(const float* x, int m, float* y, ThreadPool& pool) const;
+
+  const PackedWeight& packed() const { return *packed_; }
+
+ private:
+  std::unique_ptr<PackedWeight> packed_;
+};
+
+}  // namespace xft::engine

@@ -1,0 +1,73 @@
+// Packed weight layout shared by the GEMV kernels (gemv_*.cpp) and the oneDNN
+// prefill path (matmul_onednn.cpp). Not part of the public API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/aligned_buffer.h"
+#include "engine/kernels/cpu_features.h"
+#include "engine/kernels/linear.h"
+
+namespace xft::engine {
+
+constexpr int kRowAlign = 64;  // elements; every packed row is a multiple of this
+
+struct PackedWeight {
+  WeightFormat format = WeightFormat::f32;
+  Isa isa = Isa::scalar;
+  bool use_bf16_dot = false;  // decode x is converted to bf16 (vdpbf16ps)
+  bool use_int8_dot = false;  // decode x is quantized per kInt8Block (vpdpbusd)
+  int out = 0;
+  int in = 0;
+  int ld = 0;               // padded row length in elements
+  AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8
+  std::vector<float> scales;  // int8: per output row
+  std::vector<float> bias;    // empty when there is none
+
+  size_t element_bytes() const {
+    switch (format) {
+      case WeightFormat::f32: return 4;
+      case WeightFormat::bf16:
+      case WeightFormat::f16: return 2;
+      case WeightFormat::int8: return 1;
+    }
+    return 4;
+  }
+  template <class T>
+  const T* row(int r) const { return data.as<T>() + static_cast<size_t>(r) * ld; }
+};
+
+// Decode kernels: y rows [row_begin, row_end) of all m <= kGemvMaxRows inputs.
+// x: m rows of ld elements, zero padded: float, or bf16 bits when
+// use_bf16_dot. y: m rows of w.out floats. Bias is added here.
+using GemvKernel = void (*)(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
+                            int row_end);
+
+void gemv_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_f32_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
+                     int row_end);
+void gemv_f16_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
+                     int row_end);
+void gemv_bf16_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
+                      int row_end);
+void gemv_int8_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
+                      int row_end);
+
+// int8 x AVX512-VNNI decode. stage_x_int8 quantizes m rows of x (w.in
+// floats each) into `buffer`, laid out as Int8StagedX describes; the kernel
+// reads that layout as its x.
+struct Int8StagedX {
+  const int8_t* q;         // [m][ld] int8, zero padded
+  const int32_t* neg_comp; // [m][ld / kInt8Block][16]: -128 · Σ q over each lane's 4 elements
+  const float* scale;      // [m][ld / kInt8Block]
+};
+const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
+void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+
+// Prefill: returns false when oneDNN cannot run this shape (caller falls back).
+bool matmul_onednn(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool);
+
+}  // namespace xft::engine

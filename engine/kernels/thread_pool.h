@@ -1,0 +1,84 @@
+// A fixed pool of worker threads for the engine's kernels, tuned for decode:
+// a parallel region costs a few hundred nanoseconds because idle workers spin
+// briefly on a generation counter before they sleep on a futex.
+//
+// The calling thread is worker 0 and takes part in every region, so a pool of
+// size N starts N-1 threads. When `cpus` is given, worker i is pinned to
+// cpus[i] (the constructing thread, which is expected to be the one calling
+// parallel_for, is pinned to cpus[0]).
+//
+// oneDNN (Debian's libdnnl is built with OpenMP) never starts OpenMP threads
+// of its own here: the prefill matmul runs one single-threaded oneDNN call per
+// pool worker on its slice of the output columns (see matmul_onednn.cpp), so
+// every computation stays on the pool's pinned threads and nothing competes
+// with spinning workers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace xft::engine {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1 (counting the caller). spin_us: how long an idle worker
+  // polls before sleeping (default: env XFT_SPIN_US or 200 microseconds).
+  explicit ThreadPool(int n_threads, std::vector<int> cpus = {}, int spin_us = -1);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  const std::vector<int>& cpus() const { return cpus_; }
+
+  // Calls fn(thread_index, n_threads) once on every worker (index 0 is the
+  // caller) and returns when all are done. A call from inside a region runs
+  // fn(0, 1) inline.
+  template <class F>
+  void run(F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    run_erased([](void* ctx, int tid, int n) { (*static_cast<Fn*>(ctx))(tid, n); },
+               const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Splits [0, n_tasks) into size() contiguous near-equal ranges and calls
+  // fn(begin, end) for each non-empty one.
+  template <class F>
+  void parallel_for(int n_tasks, F&& fn) {
+    if (n_tasks <= 0) return;
+    if (n_tasks == 1 || n_threads_ == 1) {
+      fn(0, n_tasks);
+      return;
+    }
+    run([&](int tid, int n) {
+      const int begin = static_cast<int>(static_cast<int64_t>(n_tasks) * tid / n);
+      const int end = static_cast<int>(static_cast<int64_t>(n_tasks) * (tid + 1) / n);
+      if (begin < end) fn(begin, end);
+    });
+  }
+
+  // Pins the calling thread to one OS cpu id; false when the kernel refuses.
+  static bool pin_current_thread(int cpu);
+
+ private:
+  using Invoke = void (*)(void* ctx, int tid, int n_threads);
+  void run_erased(Invoke invoke, void* ctx);
+  void worker_loop(int tid);
+
+  int n_threads_ = 1;
+  std::vector<int> cpus_;
+  int spin_us_ = 200;
+  std::vector<std::thread> workers_;
+
+  // Written by the caller before the generation bump, read by workers after.
+  Invoke invoke_ = nullptr;
+  void* ctx_ = nullptr;
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  alignas(64) std::atomic<int> remaining_{0};
+  alignas(64) std::atomic<bool> stop_{false};
+};
+
+}  // namespace xft::engine

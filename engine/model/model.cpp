@@ -1,0 +1,513 @@
+#include "engine/model/model.h"
+
+#include <numa.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace xft::engine {
+
+namespace {
+
+// A weight block as read from the checkpoint: kept in bf16 when stored so
+// (exact and half the memory), else float32.
+struct HostMatrix {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+  std::vector<float> bias;
+  int rows = 0;
+  int cols = 0;
+
+  LinearBlock block() const {
+    LinearBlock b;
+    if (!bf16.empty()) {
+      b.weight_bf16 = bf16.data();
+    } else {
+      b.weight_f32 = f32.data();
+    }
+    b.bias = bias.empty() ? nullptr : bias.data();
+    b.rows = rows;
+    return b;
+  }
+};
+
+Slice slice_of(Range r) { return Slice{r.begin, r.end}; }
+
+Expected<HostMatrix> read_matrix(const WeightSource& weights, const std::string& name, Slice rows,
+                                 Slice cols) {
+  auto meta = weights.meta(name);
+  if (!meta) return meta.error();
+  if (meta->shape.size() != 2) {
+    return make_error("tensor " + name + ": expected a matrix, found " +
+                      std::to_string(meta->shape.size()) + " dimensions");
+  }
+  HostMatrix m;
+  const int64_t row_end = rows.end < 0 ? meta->shape[0] : rows.end;
+  const int64_t col_end = cols.end < 0 ? meta->shape[1] : cols.end;
+  m.rows = static_cast<int>(row_end - rows.begin);
+  m.cols = static_cast<int>(col_end - cols.begin);
+  if (meta->dtype == DType::bf16) {
+    auto data = weights.read_bf16(name, rows, cols);
+    if (!data) return data.error();
+    m.bf16 = std::move(*data);
+  } else {
+    auto data = weights.read_f32(name, rows, cols);
+    if (!data) return data.error();
+    m.f32 = std::move(*data);
+  }
+  const size_t got = m.bf16.empty() ? m.f32.size() : m.bf16.size();
+  if (got != static_cast<size_t>(m.rows) * m.cols) {
+    return make_error("tensor " + name + ": read " + std::to_string(got) + " values, expected " +
+                      std::to_string(static_cast<size_t>(m.rows) * m.cols));
+  }
+  return m;
+}
+
+Expected<std::vector<float>> read_vector(const WeightSource& weights, const std::string& name,
+                                         Slice range = {}) {
+  return weights.read_f32(name, range);
+}
+
+Expected<void> attach_bias(const WeightSource& weights, const std::string& name, Slice rows,
+                           HostMatrix& m) {
+  auto bias = read_vector(weights, name, rows);
+  if (!bias) return bias.error();
+  if (bias->size() != static_cast<size_t>(m.rows)) {
+    return make_error("tensor " + name + ": " + std::to_string(bias->size()) +
+                      " values, expected " + std::to_string(m.rows));
+  }
+  m.bias = std::move(*bias);
+  return {};
+}
+
+struct TensorNames {
+  std::string embed, ln_f, lm_head;
+  std::string layer_prefix;  // + index + "."
+};
+
+TensorNames tensor_names(const ModelConfig& c) {
+  if (c.arch == Architecture::qwen1) {
+    return {"transformer.wte.weight", "transformer.ln_f.weight", "lm_head.weight",
+            "transformer.h."};
+  }
+  return {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers."};
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Weights are allocated by the loading thread: prefer the NUMA node of the
+// rank's cpus so a rank's weights sit beside the cores that stream them.
+void prefer_numa_node_of(const std::vector<int>& cpus) {
+  if (cpus.empty() || numa_available() < 0) return;
+  const int node = numa_node_of_cpu(cpus.front());
+  if (node >= 0) numa_set_preferred(node);
+}
+
+// Which cache each run of local query heads reads. When the rank's heads
+// start on a group boundary and cover whole groups, one cache holds all its
+// KV heads and the attention kernel's own GQA mapping applies; otherwise
+// (uneven splits) each KV head gets its own cache and its query heads.
+std::vector<int> kv_of_local_heads(const AttentionSlice& s) {
+  std::vector<int> kv;
+  for (int h = s.q_heads.begin; h < s.q_heads.end; ++h) kv.push_back(s.local_kv_head(h));
+  return kv;
+}
+
+}  // namespace
+
+size_t Sequence::kv_bytes() const {
+  size_t total = 0;
+  for (const auto& layer : layers_) {
+    for (const auto& g : layer) total += g.cache.bytes();
+  }
+  return total;
+}
+
+Model::~Model() = default;
+
+Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
+                                             const ModelOptions& options) {
+  std::unique_ptr<Model> model(new Model());
+  model->config_ = weights.config();
+  model->options_ = options;
+  const ModelConfig& c = model->config_;
+  if (c.hidden <= 0 || c.layers <= 0 || c.heads <= 0 || c.head_dim <= 0 || c.vocab <= 0 ||
+      c.intermediate <= 0 || c.head_dim % 2 != 0) {
+    return make_error("config.json: the model shape (hidden " + std::to_string(c.hidden) +
+                      ", heads " + std::to_string(c.heads) + ", head_dim " +
+                      std::to_string(c.head_dim) + ") cannot be run");
+  }
+  auto partition = partition_model(c, options.tp_size, options.tp_rank);
+  if (!partition) return partition.error();
+  model->partition_ = *partition;
+  if (options.comm) {
+    if (options.comm->size() != options.tp_size || options.comm->rank() != options.tp_rank) {
+      return make_error("communicator is rank " + std::to_string(options.comm->rank()) + " of " +
+                        std::to_string(options.comm->size()) + " but the model was asked for rank " +
+                        std::to_string(options.tp_rank) + " of " +
+                        std::to_string(options.tp_size));
+    }
+    model->comm_ = options.comm;
+  } else {
+    if (options.tp_size != 1) {
+      return make_error("tensor parallel size " + std::to_string(options.tp_size) +
+                        " needs a communicator");
+    }
+    model->own_comm_ = std::make_unique<SingleRankCommunicator>();
+    model->comm_ = model->own_comm_.get();
+  }
+
+  int threads = options.threads;
+  if (threads <= 0) threads = options.cpus.empty() ? usable_cpus() : static_cast<int>(options.cpus.size());
+  std::vector<int> pinned = options.cpus;
+  if (!pinned.empty()) pinned.resize(std::min<size_t>(pinned.size(), threads));
+  if (!pinned.empty() && static_cast<int>(pinned.size()) < threads) threads = pinned.size();
+  model->pool_ = std::make_unique<ThreadPool>(threads, pinned);
+  prefer_numa_node_of(pinned);
+
+  int context = options.max_context > 0 ? options.max_context : 8192;
+  if (c.max_positions > 0) context = std::min(context, c.max_positions);
+  model->max_context_ = context;
+  model->rope_ = RopeTable(c.head_dim, context, c.rope_theta);
+
+  auto loaded = model->load_weights(weights);
+  if (!loaded) return loaded.error();
+  return model;
+}
+
+Expected<void> Model::load_weights(const WeightSource& weights) {
+  const ModelConfig& c = config_;
+  const TensorNames names = tensor_names(c);
+  const AttentionSlice& attn = partition_.attention;
+  head_dim_ = c.head_dim;
+  local_heads_ = attn.q_heads.size();
+  local_kv_heads_ = attn.kv_heads.size();
+  qkv_width_ = (local_heads_ + 2 * local_kv_heads_) * head_dim_;
+  mlp_rows_ = partition_.mlp.size();
+
+  // Head groups: see kv_of_local_heads.
+  head_groups_.clear();
+  const bool aligned = attn.q_heads.begin % attn.group == 0 &&
+                       local_heads_ == local_kv_heads_ * attn.group;
+  if (aligned) {
+    head_groups_.push_back({0, local_heads_, 0, local_kv_heads_, {}});
+  } else {
+    const std::vector<int> kv = kv_of_local_heads(attn);
+    for (int j = 0; j < local_heads_;) {
+      int end = j;
+      while (end < local_heads_ && kv[end] == kv[j]) ++end;
+      head_groups_.push_back({j, end - j, kv[j], 1, {}});
+      j = end;
+    }
+  }
+
+  auto embed = read_matrix(weights, names.embed, slice_of(partition_.vocab), {});
+  if (!embed) return embed.error();
+  if (embed->cols != c.hidden) {
+    return make_error("tensor " + names.embed + ": " + std::to_string(embed->cols) +
+                      " columns, config.json says hidden_size " + std::to_string(c.hidden));
+  }
+  embed_bf16_ = std::move(embed->bf16);
+  embed_f32_ = std::move(embed->f32);
+
+  for (int i = 0; i < c.layers; ++i) {
+    auto layer = load_layer(weights, i);
+    if (!layer) return layer.error();
+    layers_.push_back(std::move(*layer));
+  }
+
+  auto ln_f = read_vector(weights, names.ln_f);
+  if (!ln_f) return ln_f.error();
+  ln_f_ = std::move(*ln_f);
+
+  const std::string head_name = c.tie_embeddings ? names.embed : names.lm_head;
+  auto head = read_matrix(weights, head_name, slice_of(partition_.vocab), {});
+  if (!head) return head.error();
+  lm_head_ = Linear({head->block()}, c.hidden, options_.dtype);
+  return {};
+}
+
+Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index) {
+  const ModelConfig& c = config_;
+  const std::string p = tensor_names(c).layer_prefix + std::to_string(index) + ".";
+  const AttentionSlice& attn = partition_.attention;
+  const int d = head_dim_;
+  const Range q_rows{attn.q_heads.begin * d, attn.q_heads.end * d};
+  const Range kv_rows{attn.kv_heads.begin * d, attn.kv_heads.end * d};
+  const Range mlp = partition_.mlp;
+  Layer layer;
+
+  auto norm = [&](const std::string& name, std::vector<float>& out) -> Expected<void> {
+    auto v = read_vector(weights, name);
+    if (!v) return v.error();
+    out = std::move(*v);
+    return {};
+  };
+
+  std::vector<HostMatrix> qkv;
+  std::string o_name, gate_name, up_name, down_name;
+  if (c.arch == Architecture::qwen1) {
+    // c_attn stacks q, k, v rows of `hidden` each (Qwen1 is multi-head).
+    const std::string name = p + "attn.c_attn.weight";
+    const int h = c.heads * d;
+    for (Range r : {q_rows, Range{h + kv_rows.begin, h + kv_rows.end},
+                    Range{2 * h + kv_rows.begin, 2 * h + kv_rows.end}}) {
+      auto m = read_matrix(weights, name, slice_of(r), {});
+      if (!m) return m.error();
+      if (c.qkv_bias) {
+        auto b = attach_bias(weights, p + "attn.c_attn.bias", slice_of(r), *m);
+        if (!b) return b.error();
+      }
+      qkv.push_back(std::move(*m));
+    }
+    if (auto r = norm(p + "ln_1.weight", layer.ln_1); !r) return r.error();
+    if (auto r = norm(p + "ln_2.weight", layer.ln_2); !r) return r.error();
+    o_name = p + "attn.c_proj.weight";
+    gate_name = p + "mlp.w2.weight";  // c_proj(w1(x) * silu(w2(x)))
+    up_name = p + "mlp.w1.weight";
+    down_name = p + "mlp.c_proj.weight";
+  } else {
+    for (auto [proj, rows] : {std::pair{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}}) {
+      const std::string base = p + "self_attn." + proj;
+      auto m = read_matrix(weights, base + ".weight", slice_of(rows), {});
+      if (!m) return m.error();
+      if (c.qkv_bias) {
+        auto b = attach_bias(weights, base + ".bias", slice_of(rows), *m);
+        if (!b) return b.error();
+      }
+      qkv.push_back(std::move(*m));
+    }
+    if (auto r = norm(p + "input_layernorm.weight", layer.ln_1); !r) return r.error();
+    if (auto r = norm(p + "post_attention_layernorm.weight", layer.ln_2); !r) return r.error();
+    if (c.qk_norm) {
+      if (auto r = norm(p + "self_attn.q_norm.weight", layer.q_norm); !r) return r.error();
+      if (auto r = norm(p + "self_attn.k_norm.weight", layer.k_norm); !r) return r.error();
+    }
+    o_name = p + "self_attn.o_proj.weight";
+    gate_name = p + "mlp.gate_proj.weight";
+    up_name = p + "mlp.up_proj.weight";
+    down_name = p + "mlp.down_proj.weight";
+  }
+  for (const HostMatrix& m : qkv) {
+    if (m.cols != c.hidden) {
+      return make_error("tensor " + p + "attention q/k/v: " + std::to_string(m.cols) +
+                        " columns, config.json says hidden_size " + std::to_string(c.hidden));
+    }
+  }
+  layer.qkv = Linear({qkv[0].block(), qkv[1].block(), qkv[2].block()}, c.hidden, options_.dtype);
+  qkv.clear();
+
+  auto o = read_matrix(weights, o_name, {}, slice_of(q_rows));
+  if (!o) return o.error();
+  layer.o_proj = Linear({o->block()}, o->cols, options_.dtype);
+
+  auto gate = read_matrix(weights, gate_name, slice_of(mlp), {});
+  if (!gate) return gate.error();
+  auto up = read_matrix(weights, up_name, slice_of(mlp), {});
+  if (!up) return up.error();
+  layer.gate_up = Linear({gate->block(), up->block()}, c.hidden, options_.dtype);
+
+  auto down = read_matrix(weights, down_name, {}, slice_of(mlp));
+  if (!down) return down.error();
+  layer.down = Linear({down->block()}, down->cols, options_.dtype);
+  return layer;
+}
+
+uint64_t Model::weight_bytes() const {
+  uint64_t total = lm_head_.weight_bytes();
+  for (const Layer& l : layers_) {
+    total += l.qkv.weight_bytes() + l.o_proj.weight_bytes() + l.gate_up.weight_bytes() +
+             l.down.weight_bytes();
+    total += (l.ln_1.size() + l.ln_2.size() + l.q_norm.size() + l.k_norm.size()) * sizeof(float);
+  }
+  total += embed_bf16_.size() * sizeof(uint16_t) + embed_f32_.size() * sizeof(float);
+  total += ln_f_.size() * sizeof(float);
+  return total;
+}
+
+std::string Model::kernel_name() const { return lm_head_.kernel_name(); }
+
+std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
+  auto seq = std::make_unique<Sequence>();
+  seq->capacity_ = capacity > 0 ? std::min(capacity, max_context_) : max_context_;
+  seq->layers_.resize(config_.layers);
+  for (auto& layer : seq->layers_) {
+    layer = head_groups_;
+    for (auto& g : layer) g.cache = KvCache(g.kv_count, head_dim_, seq->capacity_, options_.kv);
+  }
+  return seq;
+}
+
+void Model::allreduce(float* data, size_t n) {
+  if (comm_->size() > 1) comm_->allreduce_sum(data, n);
+}
+
+void Model::embed(std::span<const int32_t> tokens, float* out) {
+  const int h = config_.hidden;
+  const Range vocab = partition_.vocab;
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    float* row = out + r * h;
+    const int id = tokens[r];
+    if (!vocab.contains(id)) {
+      std::fill(row, row + h, 0.0f);
+      continue;
+    }
+    const size_t offset = static_cast<size_t>(id - vocab.begin) * h;
+    if (!embed_bf16_.empty()) {
+      bf16_to_f32(embed_bf16_.data() + offset, row, h);
+    } else {
+      std::memcpy(row, embed_f32_.data() + offset, h * sizeof(float));
+    }
+  }
+  // Each token's row lives on exactly one rank; the others contribute zeros.
+  allreduce(out, tokens.size() * h);
+}
+
+void Model::attend(int layer_index, std::span<const Chunk> chunks) {
+  const int d = head_dim_;
+  const int attn_width = local_heads_ * d;
+  int row = 0;
+  for (const Chunk& chunk : chunks) {
+    const int n = static_cast<int>(chunk.tokens.size());
+    const int* pos = positions_.data() + row;
+    float* q = qkv_.data() + static_cast<size_t>(row) * qkv_width_;
+    float* k = q + local_heads_ * d;
+    float* v = k + local_kv_heads_ * d;
+    float* out = attn_.data() + static_cast<size_t>(row) * attn_width;
+    for (auto& g : chunk.sequence->layers_[layer_index]) {
+      g.cache.store(k + g.kv_begin * d, v + g.kv_begin * d, n, qkv_width_, pos);
+      attention(q + g.q_begin * d, n, qkv_width_, pos, g.cache, g.q_count, out + g.q_begin * d,
+                attn_width, *pool_);
+    }
+    row += n;
+  }
+}
+
+void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m) {
+  const int h = config_.hidden;
+  const int d = head_dim_;
+  const float eps = static_cast<float>(config_.rms_eps);
+  const size_t hm = static_cast<size_t>(m) * h;
+
+  rmsnorm_rows(hidden_.data(), layer.ln_1.data(), normed_.data(), m, h, eps);
+  layer.qkv.forward(normed_.data(), m, qkv_.data(), *pool_);
+  if (config_.qk_norm) {
+    for (int r = 0; r < m; ++r) {
+      float* q = qkv_.data() + static_cast<size_t>(r) * qkv_width_;
+      rmsnorm_rows(q, layer.q_norm.data(), local_heads_, d, eps);
+      rmsnorm_rows(q + local_heads_ * d, layer.k_norm.data(), local_kv_heads_, d, eps);
+    }
+  }
+  apply_rope(qkv_.data(), m, qkv_width_, local_heads_, d, positions_.data(), rope_);
+  apply_rope(qkv_.data() + local_heads_ * d, m, qkv_width_, local_kv_heads_, d,
+             positions_.data(), rope_);
+  attend(layer_index, chunks);
+  layer.o_proj.forward(attn_.data(), m, proj_.data(), *pool_);
+  allreduce(proj_.data(), hm);
+  add_inplace(hidden_.data(), proj_.data(), hm);
+
+  rmsnorm_rows(hidden_.data(), layer.ln_2.data(), normed_.data(), m, h, eps);
+  layer.gate_up.forward(normed_.data(), m, gate_up_.data(), *pool_);
+  silu_mul_fused(gate_up_.data(), m, mlp_rows_, act_.data());
+  layer.down.forward(act_.data(), m, proj_.data(), *pool_);
+  allreduce(proj_.data(), hm);
+  add_inplace(hidden_.data(), proj_.data(), hm);
+}
+
+Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool all_rows) {
+  const int h = config_.hidden;
+  tokens_.clear();
+  positions_.clear();
+  for (const Chunk& chunk : chunks) {
+    if (!chunk.sequence || chunk.tokens.empty()) return make_error("empty chunk in a forward pass");
+    const int start = chunk.sequence->length();
+    const int n = static_cast<int>(chunk.tokens.size());
+    if (start + n > chunk.sequence->capacity()) {
+      return make_error("context full: " + std::to_string(start) + " + " + std::to_string(n) +
+                        " tokens exceed the sequence's capacity of " +
+                        std::to_string(chunk.sequence->capacity()) +
+                        " positions (raise --max-context)");
+    }
+    for (int i = 0; i < n; ++i) {
+      const int32_t id = chunk.tokens[i];
+      if (id < 0 || id >= config_.vocab) {
+        return make_error("token id " + std::to_string(id) + " is outside the vocabulary [0," +
+                          std::to_string(config_.vocab) + ")");
+      }
+      tokens_.push_back(id);
+      positions_.push_back(start + i);
+    }
+  }
+  const int m = static_cast<int>(tokens_.size());
+  if (m == 0) return make_error("nothing to run: no tokens");
+  const size_t hm = static_cast<size_t>(m) * h;
+  hidden_.resize(hm);
+  normed_.resize(hm);
+  proj_.resize(hm);
+  qkv_.resize(static_cast<size_t>(m) * qkv_width_);
+  attn_.resize(static_cast<size_t>(m) * local_heads_ * head_dim_);
+  gate_up_.resize(static_cast<size_t>(m) * 2 * mlp_rows_);
+  act_.resize(static_cast<size_t>(m) * mlp_rows_);
+
+  embed(tokens_, hidden_.data());
+  for (int l = 0; l < config_.layers; ++l) run_layer(layers_[l], l, chunks, m);
+  for (const Chunk& chunk : chunks) {
+    auto& seq_tokens = chunk.sequence->tokens_;
+    seq_tokens.insert(seq_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
+  }
+
+  // Only the rows whose logits are wanted go through the final norm and head.
+  int rows = 0;
+  if (all_rows) {
+    rows = m;
+    last_.assign(hidden_.begin(), hidden_.end());
+  } else {
+    rows = static_cast<int>(chunks.size());
+    last_.resize(static_cast<size_t>(rows) * h);
+    int end = 0;
+    for (int c = 0; c < rows; ++c) {
+      end += static_cast<int>(chunks[c].tokens.size());
+      std::memcpy(last_.data() + static_cast<size_t>(c) * h,
+                  hidden_.data() + static_cast<size_t>(end - 1) * h, h * sizeof(float));
+    }
+  }
+  rmsnorm_rows(last_.data(), ln_f_.data(), rows, h, static_cast<float>(config_.rms_eps));
+  const size_t vocab_local = partition_.vocab.size();
+  logits_.resize(rows * vocab_local);
+  lm_head_.forward(last_.data(), rows, logits_.data(), *pool_);
+  return std::span<float>(logits_.data(), logits_.size());
+}
+
+std::vector<float> Model::gather_vocab(std::span<const float> local_rows, int rows) {
+  const int ranks = comm_->size();
+  const int vocab = config_.vocab;
+  if (ranks == 1) return std::vector<float>(local_rows.begin(), local_rows.end());
+  // Slices differ by at most one id: pad each to the largest.
+  const int widest = split_range(vocab, ranks, 0).size();
+  std::vector<float> padded(static_cast<size_t>(rows) * widest, 0.0f);
+  const int mine = partition_.vocab.size();
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(padded.data() + static_cast<size_t>(r) * widest,
+                local_rows.data() + static_cast<size_t>(r) * mine, mine * sizeof(float));
+  }
+  std::vector<float> gathered(padded.size() * ranks);
+  comm_->allgather(padded.data(), padded.size() * sizeof(float), gathered.data());
+  std::vector<float> full(static_cast<size_t>(rows) * vocab);
+  for (int k = 0; k < ranks; ++k) {
+    const Range slice = split_range(vocab, ranks, k);
+    for (int r = 0; r < rows; ++r) {
+      std::memcpy(full.data() + static_cast<size_t>(r) * vocab + slice.begin,
+                  gathered.data() + (static_cast<size_t>(k) * rows + r) * widest,
+                  slice.size() * sizeof(float));
+    }
+  }
+  return full;
+}
+
+}  // namespace xft::engine

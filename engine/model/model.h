@@ -1,0 +1,151 @@
+// The Qwen decoder (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM)
+// on one tensor-parallel rank: the rank loads only its slice (partition.h),
+// runs every layer on it and meets the other ranks in two allreduces per
+// layer (after o_proj and after down_proj). The same code serves one rank
+// (SingleRankCommunicator: the collectives do nothing), ranks as threads in
+// one process (tests) and MPI ranks.
+//
+// Per layer, on m token rows:
+//   x = rmsnorm(h, ln_1)
+//   q|k|v = x · Wqkvᵀ + b        fused rows of this rank's heads
+//   q, k = rmsnorm per head       Qwen3 only (q_norm, k_norm)
+//   q, k = rope(q, k, position)   rotate-half
+//   a = attention(q, KV cache)    causal, GQA
+//   h += allreduce(a · Woᵀ)       o_proj columns of this rank's heads
+//   x = rmsnorm(h, ln_2)
+//   g|u = x · Wguᵀ                this rank's MLP rows (Qwen1: g = w2, u = w1)
+//   h += allreduce((silu(g) * u) · Wdownᵀ)
+// then logits = rmsnorm(h, ln_f) · Wheadᵀ over this rank's vocabulary slice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "engine/checkpoint/config.h"
+#include "engine/checkpoint/weights.h"
+#include "engine/comm/communicator.h"
+#include "engine/kernels/attention.h"
+#include "engine/kernels/linear.h"
+#include "engine/kernels/ops.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/partition.h"
+
+namespace xft::engine {
+
+struct ModelOptions {
+  WeightFormat dtype = WeightFormat::bf16;
+  KvFormat kv = KvFormat::bf16;
+  int tp_rank = 0;
+  int tp_size = 1;
+  Communicator* comm = nullptr;  // null: a single rank
+  std::vector<int> cpus;         // OS cpu ids for this rank's threads; empty: not pinned
+  int threads = 0;               // 0: cpus.size(), else every cpu this process may use
+  int max_context = 0;           // KV positions per sequence; 0: min(max_positions, 8192)
+};
+
+// One conversation's state on this rank: its KV cache and the tokens seen.
+class Sequence {
+ public:
+  int length() const { return static_cast<int>(tokens_.size()); }  // positions cached
+  int capacity() const { return capacity_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  size_t kv_bytes() const;
+  // Forgets positions n and later (a chat turn re-tokenized differently);
+  // their cache slots are simply overwritten by what comes next.
+  void truncate(int n) {
+    if (n >= 0 && n < length()) tokens_.resize(n);
+  }
+
+ private:
+  friend class Model;
+  // The query heads that read one cache: local heads [q_begin, q_begin + q_count).
+  struct HeadGroup {
+    int q_begin = 0;
+    int q_count = 0;
+    int kv_begin = 0;  // first local kv head stored in `cache`
+    int kv_count = 0;
+    KvCache cache;
+  };
+  int capacity_ = 0;
+  std::vector<int32_t> tokens_;
+  std::vector<std::vector<HeadGroup>> layers_;
+};
+
+// Tokens to append to one sequence in a forward pass.
+struct Chunk {
+  Sequence* sequence = nullptr;
+  std::span<const int32_t> tokens;
+};
+
+class Model {
+ public:
+  static Expected<std::unique_ptr<Model>> load(const WeightSource& weights,
+                                               const ModelOptions& options);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const RankPartition& partition() const { return partition_; }
+  const ModelOptions& options() const { return options_; }
+  Communicator& comm() { return *comm_; }
+  ThreadPool& pool() { return *pool_; }
+  int max_context() const { return max_context_; }
+  // This rank's packed weights (what one decode step streams) plus embedding.
+  uint64_t weight_bytes() const;
+  // The kernel the projections use, e.g. "bf16/avx512-bf16".
+  std::string kernel_name() const;
+
+  // capacity 0: max_context().
+  std::unique_ptr<Sequence> new_sequence(int capacity = 0) const;
+
+  // Appends every chunk's tokens to its sequence and returns logits of this
+  // rank's vocabulary slice (partition().vocab), row-major with
+  // partition().vocab.size() columns: one row per chunk (its last token), or
+  // one row per token of all chunks when all_rows. Valid until the next call.
+  // Collective: every rank calls it with the same chunks.
+  Expected<std::span<float>> forward(std::span<const Chunk> chunks, bool all_rows = false);
+
+  // Full-vocabulary rows from every rank's slice rows (collective).
+  std::vector<float> gather_vocab(std::span<const float> local_rows, int rows);
+
+ private:
+  struct Layer {
+    std::vector<float> ln_1, ln_2, q_norm, k_norm;
+    Linear qkv, o_proj, gate_up, down;
+  };
+
+  Model() = default;
+  Expected<void> load_weights(const WeightSource& weights);
+  Expected<Layer> load_layer(const WeightSource& weights, int index);
+  void embed(std::span<const int32_t> tokens, float* out);
+  void run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m);
+  void attend(int layer_index, std::span<const Chunk> chunks);
+  void allreduce(float* data, size_t n);
+
+  ModelConfig config_;
+  ModelOptions options_;
+  RankPartition partition_;
+  std::unique_ptr<SingleRankCommunicator> own_comm_;
+  Communicator* comm_ = nullptr;
+  std::unique_ptr<ThreadPool> pool_;
+  int max_context_ = 0;
+  int local_heads_ = 0, local_kv_heads_ = 0, head_dim_ = 0, qkv_width_ = 0, mlp_rows_ = 0;
+  std::vector<Sequence::HeadGroup> head_groups_;  // template for new sequences (caches empty)
+
+  std::vector<uint16_t> embed_bf16_;  // [vocab slice][hidden]
+  std::vector<float> embed_f32_;      // used instead when the checkpoint is not bf16
+  std::vector<Layer> layers_;
+  std::vector<float> ln_f_;
+  Linear lm_head_;
+  RopeTable rope_;
+
+  // Scratch reused across calls.
+  std::vector<int32_t> tokens_;
+  std::vector<int> positions_;
+  std::vector<float> hidden_, normed_, qkv_, attn_, proj_, gate_up_, act_, last_, logits_;
+};
+
+}  // namespace xft::engine

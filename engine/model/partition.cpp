@@ -1,0 +1,63 @@
+#include "engine/model/partition.h"
+
+#include <string>
+
+namespace xft::engine {
+
+Range split_range(int total, int parts, int index) {
+  const int base = total / parts;
+  const int extra = total % parts;
+  const int begin = index * base + (index < extra ? index : extra);
+  const int size = base + (index < extra ? 1 : 0);
+  return {begin, begin + size};
+}
+
+AttentionSlice attention_slice(int heads, int kv_heads, int tp_size, int rank) {
+  AttentionSlice slice;
+  slice.group = heads / kv_heads;
+  slice.q_heads = split_range(heads, tp_size, rank);
+  const int first_kv = slice.q_heads.begin / slice.group;
+  const int last_kv = (slice.q_heads.end - 1) / slice.group;
+  slice.kv_heads = {first_kv, last_kv + 1};
+  return slice;
+}
+
+Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank) {
+  if (tp_size < 1 || tp_rank < 0 || tp_rank >= tp_size) {
+    return make_error("tensor parallel rank " + std::to_string(tp_rank) + " of " +
+                      std::to_string(tp_size) + " is out of range");
+  }
+  if (config.heads <= 0 || config.kv_heads <= 0 || config.heads % config.kv_heads != 0) {
+    return make_error("config.json: " + std::to_string(config.heads) +
+                      " attention heads cannot be grouped over " +
+                      std::to_string(config.kv_heads) + " key/value heads");
+  }
+  if (tp_size > config.heads) {
+    return make_error("tensor parallel size " + std::to_string(tp_size) + " exceeds the model's " +
+                      std::to_string(config.heads) +
+                      " attention heads; use at most that many ranks");
+  }
+  if (tp_size > config.intermediate || tp_size > config.vocab) {
+    return make_error("tensor parallel size " + std::to_string(tp_size) +
+                      " exceeds the model's MLP width or vocabulary");
+  }
+  RankPartition partition;
+  partition.tp_rank = tp_rank;
+  partition.tp_size = tp_size;
+  partition.attention = attention_slice(config.heads, config.kv_heads, tp_size, tp_rank);
+  partition.mlp = split_range(config.intermediate, tp_size, tp_rank);
+  partition.vocab = split_range(config.vocab, tp_size, tp_rank);
+  return partition;
+}
+
+static std::string to_string(Range r) {
+  return "[" + std::to_string(r.begin) + "," + std::to_string(r.end) + ")";
+}
+
+std::string describe(const RankPartition& p) {
+  return "rank " + std::to_string(p.tp_rank) + "/" + std::to_string(p.tp_size) + ": q heads " +
+         to_string(p.attention.q_heads) + ", kv heads " + to_string(p.attention.kv_heads) +
+         ", mlp rows " + to_string(p.mlp) + ", vocab " + to_string(p.vocab);
+}
+
+}  // namespace xft::engine

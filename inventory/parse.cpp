@@ -1,0 +1,570 @@
+// The YAML inventory: typed reading of defaults, hosts, groups and nfs, with
+// every problem of the file collected as "path:line:col: field: what (fix)".
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/atomic_file.h"
+#include "inventory/checks.h"
+#include "inventory/load.h"
+#include "inventory/yaml_errors.h"
+
+namespace xft::inventory {
+namespace {
+
+const std::vector<std::string> top_keys = {"defaults", "groups", "hosts", "nfs"};
+const std::vector<std::string> setting_keys = {"user",   "port",  "key",    "password_env",
+                                               "password_prompt", "ranks", "fabric", "shared"};
+const std::vector<std::string> host_only_keys = {"name", "address", "groups"};
+const std::vector<std::string> fabric_keys = {"provider", "iface"};
+const std::vector<std::string> nfs_keys = {"server", "export", "options"};
+// Keys people reach for when they want to store a password; all refused.
+const std::set<std::string> password_keys = {"password",         "passwd",          "pass",
+                                             "ssh_password",     "ssh_pass",        "ansible_ssh_pass",
+                                             "ansible_password", "ansible_become_pass"};
+
+std::string join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string ticked(const std::string& text) { return "`" + text + "`"; }
+
+std::string list_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& word : words) out += (out.empty() ? "" : ", ") + word;
+  return out;
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "the value " + ticked(node.Scalar());
+    default: return "nothing";
+  }
+}
+
+// The fields a host may set and defaults may provide; unset ones stay empty
+// so that a host's value overrides the default field by field.
+struct Settings {
+  std::optional<std::string> user;
+  std::optional<int> port;
+  std::optional<Credentials> credentials;
+  std::optional<Ranks> ranks;
+  std::optional<std::string> provider;
+  std::optional<std::string> iface;
+  std::optional<std::string> shared;
+};
+
+void apply(const Settings& settings, Host& host) {
+  if (settings.user) host.user = *settings.user;
+  if (settings.port) host.port = *settings.port;
+  if (settings.credentials) host.credentials = *settings.credentials;
+  if (settings.ranks) host.ranks = *settings.ranks;
+  if (settings.provider) host.fabric.provider = *settings.provider;
+  if (settings.iface) host.fabric.iface = *settings.iface;
+  if (settings.shared) host.shared = *settings.shared;
+}
+
+// Where each expanded host came from, to point duplicates at their lines.
+struct HostOrigin {
+  std::string prefix;  // "hosts[3]"
+  YAML::Mark name_mark;
+  YAML::Mark address_mark;
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& path) : path_(path), errors_(path) {}
+
+  Expected<Inventory> parse(const std::string& text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      errors_.add(e.mark.line, e.mark.column, "syntax",
+                  e.msg + " (fix the YAML: check indentation, quoting and colons)");
+      return errors_.to_error();
+    }
+    read_root(root);
+    if (!errors_.empty()) return errors_.to_error();
+    return std::move(inventory_);
+  }
+
+ private:
+  void error(const YAML::Mark& mark, const std::string& field, const std::string& what) {
+    errors_.add(mark.line, mark.column, field, what);
+  }
+  void error(const YAML::Node& node, const std::string& field, const std::string& what) {
+    error(node.Mark(), field, what);
+  }
+
+  void read_root(const YAML::Node& root) {
+    if (root.IsNull()) {
+      error(YAML::Mark(), "hosts", "the inventory is empty (add a hosts: list, see docs/inventory.md)");
+      return;
+    }
+    if (!root.IsMap()) {
+      error(root, "", "expected a map with hosts: (and optionally defaults:, groups:, nfs:), got " +
+                          describe(root));
+      return;
+    }
+    check_keys(root, "", top_keys, {});
+    Settings defaults;
+    if (const YAML::Node node = root["defaults"]) {
+      if (expect_map(node, "defaults", "user: root"))
+        defaults = read_settings(node, "defaults", true);
+    }
+    const YAML::Node hosts = root["hosts"];
+    if (!hosts) {
+      error(root, "hosts", "missing (add a hosts: list, e.g. hosts: [{name: node01, address: 10.0.0.1}])");
+    } else if (!hosts.IsSequence()) {
+      error(hosts, "hosts", "expected a list of hosts (- name: node01 ...), got " + describe(hosts));
+    } else {
+      for (size_t i = 0; i < hosts.size(); ++i)
+        read_host_entry(hosts[i], "hosts[" + std::to_string(i) + "]", defaults);
+      if (hosts.size() == 0) error(hosts, "hosts", "the list is empty (add at least one host)");
+      check_duplicates();
+    }
+    if (const YAML::Node node = root["groups"]) read_groups(node);
+    collect_groups();
+    if (const YAML::Node node = root["nfs"]) read_nfs(node);
+    inventory_.path = path_;
+  }
+
+  // Unknown keys get a "did you mean"; password keys are refused outright.
+  void check_keys(const YAML::Node& map, const std::string& prefix, const std::vector<std::string>& allowed,
+                  const std::vector<std::string>& allowed_elsewhere) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node key_node = it->first;  // a copy: the iterator yields temporaries
+      if (!key_node.IsScalar()) {
+        error(key_node, prefix.empty() ? "key" : prefix, "keys must be plain words, got " + describe(key_node));
+        continue;
+      }
+      const std::string key = key_node.Scalar();
+      const std::string field = join(prefix, key);
+      if (!seen.insert(key).second) {
+        error(key_node, field, "duplicate key (keep only one)");
+      } else if (password_keys.count(key)) {
+        error(key_node, field,
+              "passwords must not be stored in the inventory (remove it; export the password in an "
+              "environment variable and name it with password_env: VAR, or set password_prompt: true)");
+      } else if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        if (std::find(allowed_elsewhere.begin(), allowed_elsewhere.end(), key) != allowed_elsewhere.end()) {
+          error(key_node, field, "only allowed on a host entry under hosts:, not here");
+        } else if (auto guess = closest_match(key, allowed); !guess.empty()) {
+          error(key_node, field, "unknown key (did you mean " + ticked(guess) + "?)");
+        } else if (auto elsewhere = closest_match(key, allowed_elsewhere); !elsewhere.empty()) {
+          error(key_node, field,
+                "unknown key (did you mean " + ticked(elsewhere) + "? it belongs on a host entry under hosts:)");
+        } else {
+          error(key_node, field, "unknown key (allowed here: " + list_words(allowed) + ")");
+        }
+      }
+    }
+  }
+
+  bool expect_map(const YAML::Node& node, const std::string& field, const std::string& example) {
+    if (node.IsMap()) return true;
+    error(node, field, "expected a map (like " + example + "), got " + describe(node));
+    return false;
+  }
+
+  std::optional<std::string> read_string(const YAML::Node& node, const std::string& field) {
+    if (node.IsNull()) {
+      error(node, field, "has no value (give one or remove the key)");
+      return std::nullopt;
+    }
+    if (!node.IsScalar()) {
+      error(node, field, "expected a single value, got " + describe(node));
+      return std::nullopt;
+    }
+    if (node.Scalar().empty()) {
+      error(node, field, "is empty (give a value or remove the key)");
+      return std::nullopt;
+    }
+    return node.Scalar();
+  }
+
+  std::optional<int> read_port(const YAML::Node& node, const std::string& field) {
+    auto text = read_string(node, field);
+    if (!text) return std::nullopt;
+    bool digits = text->find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
+      error(node, field, ticked(*text) + " is not a port number (use 1..65535, usually 22)");
+      return std::nullopt;
+    }
+    if (text->size() > 5 || std::stoi(*text) < 1 || std::stoi(*text) > 65535) {
+      error(node, field, *text + " is out of range (use 1..65535, usually 22)");
+      return std::nullopt;
+    }
+    return std::stoi(*text);
+  }
+
+  std::optional<Ranks> read_ranks(const YAML::Node& node, const std::string& field) {
+    auto text = read_string(node, field);
+    if (!text) return std::nullopt;
+    if (*text == "per-socket") return Ranks{RanksKind::per_socket, 1};
+    if (*text == "per-numa") return Ranks{RanksKind::per_numa, 1};
+    std::string digits = (*text)[0] == '-' || (*text)[0] == '+' ? text->substr(1) : *text;
+    bool numeric = !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!numeric) {
+      error(node, field, ticked(*text) + " is not a number, per-socket or per-numa (e.g. ranks: 2)");
+      return std::nullopt;
+    }
+    if ((*text)[0] == '-' || std::stoll(digits.substr(0, 12)) < 1) {
+      error(node, field, *text + " is below 1 (use a count of at least 1, per-socket or per-numa)");
+      return std::nullopt;
+    }
+    if (digits.size() > 6) {
+      error(node, field, *text + " is too large (use the number of ranks for this host, e.g. 2)");
+      return std::nullopt;
+    }
+    return Ranks{RanksKind::count, std::stoi(digits)};
+  }
+
+  std::optional<bool> read_bool(const YAML::Node& node, const std::string& field) {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      error(node, field, "expected true or false, got " + describe(node));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<std::string> read_absolute_path(const YAML::Node& node, const std::string& field) {
+    auto text = read_string(node, field);
+    if (text && (*text)[0] != '/') {
+      error(node, field, ticked(*text) + " is not an absolute path (write it from /, e.g. /mnt)");
+      return std::nullopt;
+    }
+    return text;
+  }
+
+  std::optional<Credentials> read_credentials(const YAML::Node& map, const std::string& prefix) {
+    Credentials credentials;
+    int methods = 0;
+    if (const YAML::Node node = map["key"]) {
+      if (auto key = read_string(node, join(prefix, "key"))) {
+        credentials.key = expand_home(*key);
+        ++methods;
+      }
+    }
+    if (const YAML::Node node = map["password_env"]) {
+      const std::string field = join(prefix, "password_env");
+      if (auto name = read_string(node, field)) {
+        if (!is_env_var_name(*name)) {
+          error(node, field, ticked(*name) +
+                                 " is not an environment variable name (use letters, digits and _, e.g. "
+                                 "XFT_SSH_PASSWORD)");
+        } else {
+          credentials.password_env = *name;
+          ++methods;
+        }
+      }
+    }
+    if (const YAML::Node node = map["password_prompt"]) {
+      if (auto prompt = read_bool(node, join(prefix, "password_prompt")); prompt && *prompt) {
+        credentials.password_prompt = true;
+        ++methods;
+      }
+    }
+    if (methods > 1) {
+      error(map, prefix.empty() ? "credentials" : prefix,
+            "sets more than one of key, password_env, password_prompt (keep exactly one)");
+      return std::nullopt;
+    }
+    if (methods == 0) return std::nullopt;
+    return credentials;
+  }
+
+  void read_fabric(const YAML::Node& node, const std::string& field, Settings& settings) {
+    if (!expect_map(node, field, "{provider: \"tcp;ofi_rxm\", iface: eth0}")) return;
+    check_keys(node, field, fabric_keys, {});
+    if (const YAML::Node provider = node["provider"]) settings.provider = read_string(provider, join(field, "provider"));
+    if (const YAML::Node iface = node["iface"]) settings.iface = read_string(iface, join(field, "iface"));
+  }
+
+  Settings read_settings(const YAML::Node& map, const std::string& prefix, bool is_defaults) {
+    if (is_defaults) check_keys(map, prefix, setting_keys, host_only_keys);
+    Settings settings;
+    if (const YAML::Node node = map["user"]) settings.user = read_string(node, join(prefix, "user"));
+    if (const YAML::Node node = map["port"]) settings.port = read_port(node, join(prefix, "port"));
+    if (const YAML::Node node = map["ranks"]) settings.ranks = read_ranks(node, join(prefix, "ranks"));
+    if (const YAML::Node node = map["shared"]) settings.shared = read_absolute_path(node, join(prefix, "shared"));
+    if (const YAML::Node node = map["fabric"]) read_fabric(node, join(prefix, "fabric"), settings);
+    settings.credentials = read_credentials(map, prefix);
+    return settings;
+  }
+
+  std::vector<std::string> expand(const YAML::Node& node, const std::string& field, const std::string& text) {
+    auto expanded = expand_range(text);
+    if (!expanded) {
+      error(node, field, expanded.error().message);
+      return {};
+    }
+    return std::move(*expanded);
+  }
+
+  std::vector<std::string> read_names(const YAML::Node& entry, const std::string& prefix) {
+    const YAML::Node node = entry["name"];
+    const std::string field = join(prefix, "name");
+    if (!node) {
+      error(entry, prefix, "missing name (every host entry needs name:, e.g. name: node[01-04])");
+      return {};
+    }
+    auto text = read_string(node, field);
+    if (!text) return {};
+    auto names = expand(node, field, *text);
+    for (const auto& name : names) {
+      if (!is_inventory_name(name)) {
+        error(node, field, ticked(name) + " is not a valid host name (use letters, digits, '.', '-', '_')");
+        return {};
+      }
+    }
+    return names;
+  }
+
+  std::vector<std::string> read_addresses(const YAML::Node& entry, const std::string& prefix,
+                                          const std::vector<std::string>& names) {
+    const YAML::Node node = entry["address"];
+    const std::string field = join(prefix, "address");
+    if (!node) {
+      // Without address: the name is what we connect to, so it must be one.
+      for (const auto& name : names) {
+        if (!is_valid_address(name)) {
+          error(entry["name"], join(prefix, "name"),
+                ticked(name) + " is not an IP address or DNS name, so it cannot be used without address: "
+                               "(add address: with the host's IP)");
+          return {};
+        }
+      }
+      return names;
+    }
+    auto text = read_string(node, field);
+    if (!text) return {};
+    // An IPv6 literal is taken whole: its colons and brackets are not ranges.
+    std::vector<std::string> addresses;
+    if (text->find(':') != std::string::npos) {
+      std::string literal = *text;
+      if (literal.size() > 2 && literal.front() == '[' && literal.back() == ']')
+        literal = literal.substr(1, literal.size() - 2);
+      addresses = {literal};
+    } else {
+      addresses = expand(node, field, *text);
+      if (addresses.empty()) return {};
+    }
+    for (const auto& address : addresses) {
+      if (!is_valid_address(address)) {
+        error(node, field, ticked(address) + " is not an IPv4/IPv6 address or a valid DNS host name");
+        return {};
+      }
+    }
+    if (addresses.size() != names.size()) {
+      error(node, field,
+            ticked(*text) + " expands to " + std::to_string(addresses.size()) + " address" +
+                (addresses.size() == 1 ? "" : "es") + " but name " + ticked(entry["name"].Scalar()) +
+                " to " + std::to_string(names.size()) + " host" + (names.size() == 1 ? "" : "s") +
+                " (make both ranges the same length)");
+      return {};
+    }
+    return addresses;
+  }
+
+  std::vector<std::string> read_group_names(const YAML::Node& node, const std::string& field) {
+    std::vector<std::string> groups;
+    auto add = [&](const YAML::Node& item) {
+      auto name = read_string(item, field);
+      if (!name) return;
+      if (!is_inventory_name(*name))
+        error(item, field, ticked(*name) + " is not a valid group name (use letters, digits, '.', '-', '_')");
+      else if (std::find(groups.begin(), groups.end(), *name) == groups.end())
+        groups.push_back(*name);
+    };
+    if (node.IsSequence()) {
+      for (const auto& item : node) add(item);
+    } else if (node.IsScalar()) {
+      add(node);
+    } else {
+      error(node, field, "expected a list of group names (like [compute, head]), got " + describe(node));
+    }
+    return groups;
+  }
+
+  void read_host_entry(const YAML::Node& entry, const std::string& prefix, const Settings& defaults) {
+    if (!entry.IsMap()) {
+      error(entry, prefix, "expected a map (like - name: node01), got " + describe(entry));
+      return;
+    }
+    std::vector<std::string> all_host_keys = setting_keys;
+    all_host_keys.insert(all_host_keys.end(), host_only_keys.begin(), host_only_keys.end());
+    check_keys(entry, prefix, all_host_keys, {});
+    Settings settings = read_settings(entry, prefix, false);
+    std::vector<std::string> groups;
+    if (const YAML::Node node = entry["groups"]) groups = read_group_names(node, join(prefix, "groups"));
+    auto names = read_names(entry, prefix);
+    if (names.empty()) return;
+    auto addresses = read_addresses(entry, prefix, names);
+    if (addresses.empty()) return;
+    for (size_t i = 0; i < names.size(); ++i) {
+      Host host;
+      apply(defaults, host);
+      apply(settings, host);
+      host.name = names[i];
+      host.address = addresses[i];
+      host.groups = groups;
+      host.line = entry.Mark().line + 1;
+      inventory_.hosts.push_back(std::move(host));
+      origins_.push_back({prefix, entry["name"].Mark(), entry["address"] ? entry["address"].Mark() : entry["name"].Mark()});
+    }
+  }
+
+  void check_duplicates() {
+    std::map<std::string, size_t> by_name, by_address;
+    for (size_t i = 0; i < inventory_.hosts.size(); ++i) {
+      const Host& host = inventory_.hosts[i];
+      if (auto [it, fresh] = by_name.emplace(host.name, i); !fresh) {
+        error(origins_[i].name_mark, origins_[i].prefix + ".name",
+              "duplicate host name " + ticked(host.name) + " (also declared at line " +
+                  std::to_string(inventory_.hosts[it->second].line) + "; names must be unique)");
+      }
+      if (auto [it, fresh] = by_address.emplace(host.address, i); !fresh) {
+        const Host& first = inventory_.hosts[it->second];
+        error(origins_[i].address_mark, origins_[i].prefix + ".address",
+              "duplicate address " + ticked(host.address) + " (also used by " + first.name + " at line " +
+                  std::to_string(first.line) + "; each host needs its own address)");
+      }
+    }
+  }
+
+  void read_groups(const YAML::Node& node) {
+    if (!expect_map(node, "groups", "{compute: [\"node[01-04]\"]}")) return;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (!key.IsScalar() || !is_inventory_name(key.Scalar())) {
+        error(key, "groups", describe(key) + " is not a valid group name (use letters, digits, '.', '-', '_')");
+        continue;
+      }
+      const std::string group = key.Scalar();
+      const std::string field = "groups." + group;
+      if (inventory_.find(group) && inventory_.find(group)->name == group) {
+        error(key, field, "a host has the same name (rename the group so targets are unambiguous)");
+        continue;
+      }
+      const YAML::Node members = it->second;
+      if (!members.IsSequence() && !members.IsScalar()) {
+        error(members, field, "expected a list of host names or patterns (like [\"node[01-04]\", head]), got " +
+                                  describe(members));
+        continue;
+      }
+      auto add_member = [&](const YAML::Node& item) {
+        auto pattern = read_string(item, field);
+        if (!pattern) return;
+        for (const auto& name : expand(item, field, *pattern)) {
+          Host* host = find_by_name(name);
+          if (!host) {
+            error(item, field, ticked(name) + " is not a host of this inventory (declare it under hosts: "
+                                              "or fix the name)");
+            return;
+          }
+          if (std::find(host->groups.begin(), host->groups.end(), group) == host->groups.end())
+            host->groups.push_back(group);
+        }
+      };
+      if (members.IsScalar()) {
+        add_member(members);
+      } else {
+        for (const auto& item : members) add_member(item);
+      }
+    }
+  }
+
+  Host* find_by_name(const std::string& name) {
+    for (auto& host : inventory_.hosts)
+      if (host.name == name) return &host;
+    return nullptr;
+  }
+
+  // Inventory.groups lists members in host order whichever way they joined.
+  void collect_groups() {
+    for (const auto& host : inventory_.hosts)
+      for (const auto& group : host.groups) inventory_.groups[group].push_back(host.name);
+  }
+
+  void read_nfs(const YAML::Node& node) {
+    if (!expect_map(node, "nfs", "{server: head, export: /mnt}")) return;
+    check_keys(node, "nfs", nfs_keys, {});
+    Nfs nfs;
+    const YAML::Node server = node["server"];
+    if (!server) {
+      error(node, "nfs.server", "missing (name the inventory host that exports the shared path)");
+      return;
+    }
+    auto server_name = read_string(server, "nfs.server");
+    if (!server_name) return;
+    const Host* host = find_by_name(*server_name);
+    if (!host) {
+      error(server, "nfs.server", ticked(*server_name) + " is not a host of this inventory (use a name from hosts:)");
+      return;
+    }
+    nfs.server = host->name;
+    if (const YAML::Node path = node["export"]) {
+      auto export_path = read_absolute_path(path, "nfs.export");
+      if (!export_path) return;
+      nfs.export_path = *export_path;
+    } else if (!host->shared.empty()) {
+      nfs.export_path = host->shared;
+    } else {
+      error(node, "nfs.export", "missing and " + host->name + " has no shared path (set nfs.export or shared)");
+      return;
+    }
+    if (const YAML::Node options = node["options"]) {
+      auto text = read_string(options, "nfs.options");
+      if (!text) return;
+      nfs.options = *text;
+    }
+    inventory_.nfs = nfs;
+  }
+
+  std::string path_;
+  ErrorList errors_;
+  Inventory inventory_;
+  std::vector<HostOrigin> origins_;
+};
+
+}  // namespace
+
+Expected<Inventory> parse_inventory(const std::string& yaml_text, const std::string& path) {
+  return Parser(path).parse(yaml_text);
+}
+
+Expected<Inventory> load_inventory(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  return parse_inventory(*text, path);
+}
+
+Expected<std::string> locate_inventory(const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!flag.empty()) {
+    if (fs::is_regular_file(flag, ec)) return flag;
+    return make_error("inventory " + flag + " (from -i) does not exist or is not a file");
+  }
+  if (const char* env = std::getenv("XFTCTL_INVENTORY"); env && *env) {
+    if (fs::is_regular_file(env, ec)) return std::string(env);
+    return make_error("inventory " + std::string(env) + " (from $XFTCTL_INVENTORY) does not exist or is not a file");
+  }
+  if (fs::is_regular_file("inventory.yaml", ec)) return std::string("inventory.yaml");
+  return make_error(
+      "no inventory found: tried -i (not given), $XFTCTL_INVENTORY (not set) and ./inventory.yaml (missing); "
+      "pass -i FILE or write inventory.yaml (see docs/inventory.md)");
+}
+
+}  // namespace xft::inventory

@@ -1,0 +1,497 @@
+#include "launcher/launch.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "launcher/credentials.h"
+#include "launcher/fanout.h"
+
+namespace xft::launcher {
+
+namespace {
+
+std::atomic<int> g_pending_signal{0};
+
+extern "C" void remember_signal(int sig) { g_pending_signal.store(sig); }
+
+// Installs SIGINT/SIGTERM handlers for the duration of a launch, so a ^C
+// stops the whole rank group instead of orphaning it.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_pending_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+struct Pipe {
+  int read = -1, write = -1;
+  bool open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read = fds[0];
+    write = fds[1];
+    return true;
+  }
+  void close_both() {
+    if (read >= 0) ::close(read);
+    if (write >= 0) ::close(write);
+    read = write = -1;
+  }
+};
+
+// fork + exec in a new process group; exec failures come back through a
+// close-on-exec pipe so "mpirun not found" is an error, not exit 127.
+Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err) {
+  Pipe exec_status;
+  if (!out.open() || !err.open() || !exec_status.open())
+    return make_error(std::string("cannot create pipes: ") + std::strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) return make_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // A session of its own: Open MPI puts each local rank in its own process
+    // group, but they all stay in this session, so kill_session() finds them.
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // xftctl killed outright: mpirun still stops its ranks
+    dup2(out.write, STDOUT_FILENO);
+    dup2(err.write, STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    int code = errno;
+    (void)!::write(exec_status.write, &code, sizeof code);
+    _exit(127);
+  }
+  ::close(out.write);
+  ::close(err.write);
+  ::close(exec_status.write);
+  out.write = err.write = exec_status.write = -1;
+  int code = 0;
+  ssize_t n = ::read(exec_status.read, &code, sizeof code);
+  ::close(exec_status.read);
+  if (n == sizeof code) {
+    waitpid(pid, nullptr, 0);
+    out.close_both();
+    err.close_both();
+    return make_error("cannot run " + argv[0] + ": " + std::strerror(code) +
+                      (code == ENOENT ? " (install Open MPI: apt-get install openmpi-bin)" : ""));
+  }
+  return pid;
+}
+
+void default_printer(const LaunchSpec& spec, const OutputLine& line) {
+  if (line.rank < 0) return;  // mpirun's own messages are summarized at the end
+  std::string host = line.rank < spec.plan.size() ? spec.plan.ranks[line.rank].host : "?";
+  std::FILE* stream = line.is_stderr ? stderr : stdout;
+  std::fprintf(stream, "[%d %s] %s\n", line.rank, host.c_str(), line.text.c_str());
+  std::fflush(stream);
+}
+
+class OutputCollector {
+ public:
+  OutputCollector(const LaunchSpec& spec, LaunchResult& result) : spec_(spec), result_(result) {}
+
+  void feed(bool is_stderr, const char* data, size_t n) {
+    std::string& buffer = is_stderr ? err_buffer_ : out_buffer_;
+    buffer.append(data, n);
+    size_t start = 0;
+    for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1)
+      line(is_stderr, buffer.substr(start, nl - start));
+    buffer.erase(0, start);
+  }
+  void flush() {
+    if (!out_buffer_.empty()) line(false, out_buffer_);
+    if (!err_buffer_.empty()) line(true, err_buffer_);
+    out_buffer_.clear();
+    err_buffer_.clear();
+  }
+  std::vector<std::string> stderr_tail(int rank) const {
+    auto it = tails_.find(rank);
+    return it == tails_.end() ? std::vector<std::string>{} : std::vector<std::string>(it->second.begin(), it->second.end());
+  }
+
+ private:
+  void line(bool from_stderr_pipe, const std::string& text) {
+    OutputLine out;
+    if (!parse_tagged_line(text, spec_.mpirun.mpi_major, out)) {
+      out.rank = -1;
+      out.is_stderr = from_stderr_pipe;
+      out.text = text;
+      result_.mpirun_messages.push_back(text);
+    } else if (out.is_stderr) {
+      auto& tail = tails_[out.rank];
+      tail.push_back(out.text);
+      if (tail.size() > spec_.stderr_tail_lines) tail.pop_front();
+    } else {
+      result_.stdout_lines[out.rank].push_back(out.text);
+    }
+    if (spec_.on_output)
+      spec_.on_output(out);
+    else
+      default_printer(spec_, out);
+  }
+
+  const LaunchSpec& spec_;
+  LaunchResult& result_;
+  std::string out_buffer_, err_buffer_;
+  std::map<int, std::deque<std::string>> tails_;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Signals every process in session `sid` (the one spawn() created for mpirun).
+void kill_session(pid_t sid, int sig) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return;
+  while (dirent* entry = readdir(proc)) {
+    pid_t pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    // pid (comm) state ppid pgrp session ...; comm may hold spaces and parens.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session)) continue;
+    if (session == sid) kill(pid, sig);
+  }
+  closedir(proc);
+}
+
+// Reads both pipes until mpirun is gone, enforcing the timeout and passing
+// signals on to the process group. Returns the wait status.
+int supervise(pid_t pid, Pipe& out, Pipe& err, const LaunchSpec& spec, OutputCollector& collector,
+              LaunchResult& result) {
+  const auto start = Clock::now();
+  std::optional<Clock::time_point> term_sent, exited_at;
+  bool killed = false;
+  int status = 0;
+  auto stop_group = [&](int sig) { kill_session(pid, sig); };
+  while (true) {
+    std::vector<pollfd> fds;
+    if (out.read >= 0) fds.push_back({out.read, POLLIN, 0});
+    if (err.read >= 0) fds.push_back({err.read, POLLIN, 0});
+    if (!fds.empty()) poll(fds.data(), fds.size(), 100);
+    else usleep(50 * 1000);
+    for (const auto& p : fds) {
+      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t n = ::read(p.fd, buf, sizeof buf);
+      bool is_err = p.fd == err.read;
+      if (n > 0) {
+        collector.feed(is_err, buf, n);
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        (is_err ? err : out).close_both();
+      }
+    }
+    auto now = Clock::now();
+    if (int sig = g_pending_signal.exchange(0); sig && !term_sent) {
+      result.interrupted = true;
+      stop_group(SIGTERM);
+      term_sent = now;
+    }
+    if (spec.timeout.count() > 0 && !term_sent && now - start >= spec.timeout) {
+      result.timed_out = true;
+      stop_group(SIGTERM);
+      term_sent = now;
+    }
+    if (term_sent && !killed && now - *term_sent >= spec.kill_grace) {
+      stop_group(SIGKILL);
+      killed = true;
+    }
+    if (!exited_at) {
+      siginfo_t info{};
+      if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+        exited_at = now;
+        // Leftovers of the group (ranks mpirun did not reap) go with it.
+        stop_group(SIGKILL);
+      }
+    }
+    bool pipes_closed = out.read < 0 && err.read < 0;
+    // A grandchild that kept the pipes open must not hold us after mpirun is gone.
+    if (exited_at && (pipes_closed || now - *exited_at > std::chrono::seconds(2))) break;
+  }
+  waitpid(pid, &status, 0);
+  out.close_both();
+  err.close_both();
+  collector.flush();
+  return status;
+}
+
+std::string first_meaningful(const std::vector<std::string>& lines) {
+  for (const auto& l : lines) {
+    if (l.empty() || l.find_first_not_of("-= ") == std::string::npos) continue;
+    return l;
+  }
+  return "";
+}
+
+}  // namespace
+
+bool parse_tagged_line(const std::string& line, int mpi_major, OutputLine& out) {
+  static const std::regex tag(R"(^\[(\d+),(\d+)\]<(stdout|stderr)>:)");
+  std::smatch m;
+  if (!std::regex_search(line, m, tag)) return false;
+  out.rank = std::stoi(m[2]);
+  out.is_stderr = m[3] == "stderr";
+  out.text = line.substr(m.length(0));
+  if (mpi_major >= 5 && !out.text.empty() && out.text[0] == ' ') out.text.erase(0, 1);
+  return true;
+}
+
+std::optional<RankFailure> find_failed_rank(const std::vector<std::string>& messages) {
+  static const std::regex process_name(R"(Process name:\s*\[.*,(\d+)\]\s*$)");
+  static const std::regex exit_code(R"(Exit code:\s*(\d+))");
+  static const std::regex on_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+))");
+  std::optional<RankFailure> failure;
+  std::smatch m;
+  for (const auto& line : messages) {
+    if (std::regex_search(line, m, on_signal)) {
+      RankFailure f;
+      f.rank = std::stoi(m[1]);
+      f.signal = std::stoi(m[2]);
+      return f;
+    }
+    if (std::regex_search(line, m, process_name)) {
+      failure = RankFailure{};
+      failure->rank = std::stoi(m[1]);
+    } else if (failure && std::regex_search(line, m, exit_code)) {
+      failure->exit_code = std::stoi(m[1]);
+      return failure;
+    }
+  }
+  return failure;
+}
+
+std::string LaunchResult::summary() const {
+  std::string text;
+  if (timed_out) {
+    text = "launch timed out: every rank was stopped";
+  } else if (interrupted) {
+    text = "launch interrupted: every rank was stopped";
+  } else if (failure) {
+    text = "rank " + std::to_string(failure->rank) + " (" + failure->host +
+           (failure->address.empty() || failure->address == failure->host ? "" : ", " + failure->address) + ") ";
+    if (failure->signal)
+      text += "was killed by signal " + std::to_string(failure->signal) + " (" + strsignal(failure->signal) + ")";
+    else
+      text += "exited with code " + std::to_string(failure->exit_code);
+    text += "; mpirun stopped every other rank";
+  } else if (exit_code != 0) {
+    std::string first = first_meaningful(mpirun_messages);
+    text = "mpirun exited with code " + std::to_string(exit_code) + (first.empty() ? "" : ": " + first);
+  } else {
+    return "all ranks finished";
+  }
+  if (failure && !failure->last_stderr.empty()) {
+    text += "\nlast stderr of rank " + std::to_string(failure->rank) + ":";
+    for (const auto& l : failure->last_stderr) text += "\n  " + l;
+  }
+  return text;
+}
+
+Expected<LaunchResult> launch(const LaunchSpec& spec) {
+  auto command = build_mpirun_command(spec.plan, spec.mpirun);
+  if (!command) return command.error();
+  LaunchResult result;
+  result.command = *command;
+  SignalGuard guard;
+  Pipe out, err;
+  auto pid = spawn(*command, out, err);
+  if (!pid) return pid.error();
+  OutputCollector collector(spec, result);
+  int status = supervise(*pid, out, err, spec, collector, result);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (result.timed_out) result.exit_code = 124;
+  if (result.exit_code != 0 && !result.timed_out && !result.interrupted) {
+    result.failure = find_failed_rank(result.mpirun_messages);
+    if (result.failure && result.failure->rank < spec.plan.size()) {
+      const auto& r = spec.plan.ranks[result.failure->rank];
+      result.failure->host = r.host;
+      result.failure->address = r.address;
+      result.failure->last_stderr = collector.stderr_tail(r.rank);
+    }
+  }
+  return result;
+}
+
+int detect_open_mpi_major(const std::string& mpirun) {
+  std::string cmd = mpirun + " --version 2>&1";
+  std::FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return 4;
+  std::string text;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) text.append(buf, n);
+  pclose(pipe);
+  int major = parse_open_mpi_major(text);
+  return major > 0 ? major : 4;
+}
+
+std::string local_subnet_for(const std::string& address) {
+  in_addr target{};
+  if (inet_pton(AF_INET, address.c_str(), &target) != 1) return "";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string subnet;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET) continue;
+    uint32_t addr = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+    uint32_t mask = reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr;
+    if ((addr & mask) != (target.s_addr & mask)) continue;
+    in_addr net{addr & mask};
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &net, text, sizeof text);
+    subnet = std::string(text) + "/" + std::to_string(__builtin_popcount(mask));
+    break;
+  }
+  freeifaddrs(list);
+  return subnet;
+}
+
+std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& hosts, Transport& transport,
+                                          const FactsRequest& request) {
+  std::string dir = request.cache_dir.empty() ? facts_cache_dir() : request.cache_dir;
+  return fan_out(hosts, request.fanout, [&](const inventory::Host& host) {
+    HostFactsResult result;
+    result.host = host.name;
+    if (!request.refresh) {
+      auto cached = load_cached_facts(dir, host.name);
+      if (cached) {
+        result.facts = std::move(cached);
+        result.from_cache = true;
+        return result;
+      }
+    }
+    auto session = transport.connect(host);
+    if (!session) {
+      result.unreachable = session.error().kind == Failure::unreachable;
+      result.facts = session.error().to_error();
+      return result;
+    }
+    RunOptions options;
+    options.stdin_data = fact_probe_script();
+    options.timeout = std::chrono::seconds(60);
+    auto run = (*session)->run("sh -s", options);
+    if (!run) {
+      result.facts = run.error().to_error();
+      return result;
+    }
+    auto facts = parse_facts(parse_fact_dump(run->out), host.name, host.name + ":");
+    if (facts) {
+      facts->probed_at = utc_now_iso8601();
+      if (auto saved = save_cached_facts(dir, *facts); !saved)
+        std::fprintf(stderr, "xftctl: warning: %s\n", saved.error().message.c_str());
+    }
+    result.facts = std::move(facts);
+    return result;
+  });
+}
+
+PlanHost plan_host_from(const inventory::Host& host, HostFacts facts) {
+  PlanHost p;
+  p.name = host.name;
+  p.address = host.address.empty() ? host.name : host.address;
+  p.ranks = host.ranks;
+  p.fabric_iface = host.fabric.iface;
+  p.fabric_provider = host.fabric.provider;
+  p.facts = std::move(facts);
+  return p;
+}
+
+Expected<RankPlan> plan_local(int ranks, const std::string& sysfs_root, const PlanOptions& options) {
+  if (ranks < 1) return make_error("--local needs at least 1 rank (got " + std::to_string(ranks) + ")");
+  char hostname[256] = "localhost";
+  gethostname(hostname, sizeof hostname - 1);
+  auto facts = probe_local_facts(sysfs_root, hostname);
+  if (!facts) return facts.error();
+  PlanHost host;
+  host.name = hostname;
+  host.address = "localhost";
+  host.ranks.kind = inventory::RanksKind::count;
+  host.ranks.count = ranks;
+  host.fabric_provider = "shm";
+  host.facts = std::move(*facts);
+  PlanOptions local = options;
+  local.ranks = host.ranks;  // --local N is N ranks, whatever else was asked
+  return plan_ranks({host}, local);
+}
+
+Expected<MpirunSpec> mpirun_spec_for(const RankPlan& plan, const std::vector<inventory::Host>& hosts,
+                                     const std::string& known_hosts, std::vector<std::string> command) {
+  MpirunSpec spec;
+  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) spec.mpirun = custom;
+  spec.mpi_major = detect_open_mpi_major(spec.mpirun);
+  spec.as_root = geteuid() == 0;
+  spec.command = std::move(command);
+  spec.local_only = true;
+  for (const auto& r : plan.ranks)
+    if (r.address != "localhost" && r.address != "127.0.0.1") spec.local_only = false;
+  if (spec.local_only || plan.hosts.empty()) return spec;
+
+  const PlanHost& first = plan.hosts.front();
+  spec.provider = first.fabric_provider;
+  spec.iface = first.fabric_iface;
+  for (const auto& h : plan.hosts)
+    if (h.fabric_provider != first.fabric_provider)
+      return make_error("hosts " + first.name + " and " + h.name + " use different fabric providers (" +
+                        first.fabric_provider + ", " + h.fabric_provider +
+                        "); one mpirun job runs one transport: make fabric.provider the same");
+  spec.oob_subnet = local_subnet_for(first.address);
+
+  // One ssh agent serves every host: they must agree on user, port and key.
+  const inventory::Host* ref = hosts.empty() ? nullptr : &hosts.front();
+  if (ref) {
+    auto keys = key_candidates(*ref);
+    for (const auto& h : hosts) {
+      if (h.user != ref->user || h.port != ref->port || key_candidates(h) != keys)
+        return make_error("hosts " + ref->name + " and " + h.name +
+                          " differ in SSH user, port or key; mpirun uses one ssh command for all hosts");
+    }
+    if (keys.empty())
+      return make_error("host " + ref->name + " has no SSH key: mpirun's ssh runs in batch mode (no passwords); " +
+                        "set the host's key in the inventory or install ~/.config/xftctl/id_ed25519 on the hosts");
+    spec.ssh.key = keys.front();
+    spec.ssh.user = ref->user;
+    spec.ssh.port = ref->port;
+  }
+  spec.ssh.known_hosts = known_hosts;
+  return spec;
+}
+
+}  // namespace xft::launcher

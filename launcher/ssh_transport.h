@@ -1,0 +1,43 @@
+// The libssh Transport: one SSH session per host, host keys checked against
+// xftctl's own known_hosts, key then password authentication. Never reads
+// ~/.ssh/config (OpenSSH config would make runs depend on the operator's
+// machine) and never logs a password.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "launcher/credentials.h"
+#include "launcher/known_hosts.h"
+#include "launcher/transport.h"
+
+namespace xft::launcher {
+
+struct SshOptions {
+  std::string known_hosts_path;  // empty: default_known_hosts_path()
+  bool accept_new_host_keys = false;
+  int connect_timeout_s = 10;
+  int command_timeout_s = 0;  // default for RunOptions::timeout; 0 = none
+};
+
+// $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts.
+std::string default_known_hosts_path();
+
+class SshTransport : public Transport {
+ public:
+  using Notice = std::function<void(const std::string&)>;
+  // `notice` receives one-line messages for the user (a host key trusted on first use).
+  SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice);
+  ~SshTransport() override;
+
+  Remote<std::unique_ptr<RemoteSession>> connect(const inventory::Host& host) override;
+  const SshOptions& options() const { return options_; }
+
+ private:
+  SshOptions options_;
+  std::shared_ptr<PasswordSource> passwords_;
+  std::unique_ptr<KnownHostsStore> known_hosts_;
+};
+
+}  // namespace xft::launcher

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# `xftctl inventory show|validate|import` on fixture files: exact output and
+# exit codes, no SSH. Needs $XFTCTL and $XFT_SOURCE_DIR (set by ctest).
+set -uo pipefail
+: "${XFTCTL:?path of the built xftctl}" "${XFT_SOURCE_DIR:?source tree}"
+data="$XFT_SOURCE_DIR/tests/data/inventory"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# check NAME EXPECTED_RC EXPECTED_STDOUT EXPECTED_STDERR -- command...
+check() {
+  local name=$1 want_rc=$2 want_out=$3 want_err=$4
+  shift 5
+  "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  if [[ $rc != "$want_rc" ]]; then
+    echo "FAIL $name: exit $rc, expected $want_rc"; cat "$work/err"; failures=$((failures + 1)); return
+  fi
+  if [[ "$(cat "$work/out")" != "$want_out" ]]; then
+    echo "FAIL $name: stdout differs"; diff <(echo "$want_out") "$work/out"; failures=$((failures + 1)); return
+  fi
+  if [[ "$(cat "$work/err")" != "$want_err" ]]; then
+    echo "FAIL $name: stderr differs"; diff <(echo "$want_err") "$work/err"; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name"
+}
+
+cd "$work"
+unset XFTCTL_INVENTORY
+
+check validate-minimal 0 "$data/minimal.yaml: 5 hosts, OK" "" -- \
+  "$XFTCTL" -i "$data/minimal.yaml" inventory validate
+
+check show-minimal 0 "NAME    ADDRESS      USER  PORT  RANKS  PROVIDER       IFACE  SHARED  AUTH
+node01  192.168.0.1  root  22    1      verbs;ofi_rxm  eth0   /mnt    env:XFT_SSH_PASSWORD
+node02  192.168.0.2  root  22    1      verbs;ofi_rxm  eth0   /mnt    env:XFT_SSH_PASSWORD
+node03  192.168.0.3  root  22    1      verbs;ofi_rxm  eth0   /mnt    env:XFT_SSH_PASSWORD
+node04  192.168.0.4  root  22    1      verbs;ofi_rxm  eth0   /mnt    env:XFT_SSH_PASSWORD
+head    192.168.0.9  root  22    1      tcp;ofi_rxm    eth1   /mnt    env:HEAD_PASSWORD" "" -- \
+  "$XFTCTL" -i "$data/minimal.yaml" inventory show
+
+# The inventory is found through $XFTCTL_INVENTORY, then ./inventory.yaml.
+check validate-from-env 0 "$data/groups.yaml: 3 hosts, OK" "" -- \
+  env XFTCTL_INVENTORY="$data/groups.yaml" "$XFTCTL" inventory validate
+cp "$data/minimal.yaml" inventory.yaml
+check validate-from-cwd 0 "inventory.yaml: 5 hosts, OK" "" -- "$XFTCTL" inventory validate
+rm inventory.yaml
+check no-inventory 1 "" "xftctl: no inventory found: tried -i (not given), \$XFTCTL_INVENTORY (not set) and ./inventory.yaml (missing); pass -i FILE or write inventory.yaml (see docs/inventory.md)" -- \
+  "$XFTCTL" inventory show
+
+check show-json 0 '[
+  {
+    "name": "node01",
+    "address": "10.0.0.1",
+    "user": "root",
+    "port": 22,
+    "ranks": "per-socket",
+    "fabric": {
+      "provider": "tcp;ofi_rxm",
+      "iface": ""
+    },
+    "shared": "",
+    "auth": "key:/etc/xft/id_ed25519",
+    "groups": [
+      "compute"
+    ]
+  },
+  {
+    "name": "node02",
+    "address": "10.0.0.2",
+    "user": "root",
+    "port": 22,
+    "ranks": "per-socket",
+    "fabric": {
+      "provider": "tcp;ofi_rxm",
+      "iface": ""
+    },
+    "shared": "",
+    "auth": "key:/etc/xft/id_ed25519",
+    "groups": [
+      "compute"
+    ]
+  },
+  {
+    "name": "head",
+    "address": "head.cluster.example",
+    "user": "root",
+    "port": 2222,
+    "ranks": 2,
+    "fabric": {
+      "provider": "tcp;ofi_rxm",
+      "iface": ""
+    },
+    "shared": "",
+    "auth": "prompt",
+    "groups": [
+      "compute",
+      "login"
+    ]
+  }
+]' "" -- "$XFTCTL" -i "$data/groups.yaml" inventory show --json
+
+cp "$data/errors.yaml" errors.yaml
+check validate-errors 1 "" "errors.yaml:3:3: defaults.password: passwords must not be stored in the inventory (remove it; export the password in an environment variable and name it with password_env: VAR, or set password_prompt: true)
+errors.yaml:5:11: hosts[0].name: bad range \`node[04-01]\`: 04 > 01 (write the lower bound first: 01-04)
+errors.yaml:7:14: hosts[1].address: \`192.168.0.[1-3]\` expands to 3 addresses but name \`node[01-04]\` to 4 hosts (make both ranges the same length)
+errors.yaml:9:5: hosts[2].adress: unknown key (did you mean \`address\`?)
+errors.yaml:10:12: hosts[2].ranks: 0 is below 1 (use a count of at least 1, per-socket or per-numa)
+errors.yaml:12:14: hosts[3].address: \`192.168.0.300\` is not an IPv4/IPv6 address or a valid DNS host name
+errors.yaml:13:11: hosts[3].port: 70000 is out of range (use 1..65535, usually 22)
+errors.yaml:14:13: hosts[3].fabric: expected a map (like {provider: \"tcp;ofi_rxm\", iface: eth0}), got a list
+errors.yaml:17:12: hosts[4].ranks: \`per-core\` is not a number, per-socket or per-numa (e.g. ranks: 2)
+errors.yaml:18:11: hosts[5].name: duplicate host name \`a3\` (also declared at line 15; names must be unique)" -- \
+  "$XFTCTL" -i errors.yaml inventory validate
+check show-errors 1 "" "$(cat "$work/err")" -- "$XFTCTL" -i errors.yaml inventory show
+if grep -q do-not-store-me "$work/err"; then echo "FAIL the password value was printed"; failures=$((failures + 1)); fi
+
+check import-xft-demo 0 'hosts:
+  - name: "192.168.0.[1-4]"' "" -- "$XFTCTL" inventory import "$data/xft_demo_hosts.ini"
+
+check import-password-env 0 'defaults:
+  password_env: XFT_SSH_PASSWORD
+hosts:
+  - name: "192.168.0.[1-4]"' "" -- \
+  "$XFTCTL" inventory import "$data/xft_demo_hosts.ini" --password-env XFT_SSH_PASSWORD
+
+cp "$data/xft_demo_hosts_password.ini" hosts
+check import-refuses-password 1 "" "hosts:2:1: ansible_ssh_pass: passwords are not imported (delete this line, export the password in an environment variable, e.g. export XFT_SSH_PASSWORD=..., and set password_env: XFT_SSH_PASSWORD in the YAML or pass --password-env XFT_SSH_PASSWORD to import)" -- \
+  "$XFTCTL" inventory import hosts
+if grep -q not-a-real-secret "$work/err"; then echo "FAIL the password value was printed"; failures=$((failures + 1)); fi
+refusal=$(cat "$work/err")
+
+# -o writes the file atomically; the result validates and shows the same hosts.
+cp "$data/cluster.ini" cluster.ini
+check import-to-file 0 "" "warning: cluster.ini:13:1: xft_build_dir: ignored (no inventory field corresponds to it)
+wrote imported.yaml: 5 hosts" -- "$XFTCTL" inventory import cluster.ini -o imported.yaml
+check imported-validates 0 "imported.yaml: 5 hosts, OK" "" -- "$XFTCTL" -i imported.yaml inventory validate
+check imported-shows 0 "NAME   ADDRESS      USER  PORT  RANKS  PROVIDER     IFACE  SHARED  AUTH
+node1  192.168.0.1  root  22    1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519
+node2  192.168.0.2  root  22    1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519
+node3  192.168.0.3  root  22    1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519
+node4  192.168.0.4  root  22    1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519
+head   192.168.0.9  xft   2222  1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519" "" -- \
+  "$XFTCTL" -i imported.yaml inventory show
+if ls -A | grep -q xftctl-tmp; then echo "FAIL a temp file was left behind"; failures=$((failures + 1)); fi
+
+# A failed import leaves an existing output file untouched.
+echo "keep" >kept.yaml
+check import-failure-keeps-output 1 "" "$refusal" -- "$XFTCTL" inventory import hosts -o kept.yaml
+if [[ "$(cat kept.yaml)" != keep ]]; then echo "FAIL kept.yaml was overwritten"; failures=$((failures + 1)); fi
+
+check import-missing-file 1 "" "xftctl: cannot open nonexistent.ini: No such file or directory" -- \
+  "$XFTCTL" inventory import nonexistent.ini
+
+if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
+echo "all inventory CLI checks passed"

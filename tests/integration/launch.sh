@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# xftctl launch: every rank reports where it runs (`xftctl rank-probe`: hostname
+# and sched_getaffinity) and that must equal the plan from `xftctl topology`.
+# Locally (2 ranks on this machine) and on a 4-host namespace test cluster
+# (tests/cluster/cluster.sh, real sshd, mpirun over xftctl's ssh key and
+# known_hosts). Also: a failing rank is named with its last stderr lines, a
+# launch timeout stops every rank, and --dry-run prints the exact Open MPI 4.1
+# command. All test hosts share this machine's CPUs, so plans use
+# --cores-per-rank 1.
+set -euo pipefail
+
+XFTCTL=${XFTCTL:?set XFTCTL to the built xftctl}
+SRC=${XFT_SOURCE_DIR:?set XFT_SOURCE_DIR}
+CLUSTER=$SRC/tests/cluster/cluster.sh
+
+work=$(mktemp -d /tmp/xft-launch-test-XXXXXX)
+cleanup() {
+  [[ -d $work/cluster ]] && bash "$CLUSTER" stop "$work/cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export XDG_CACHE_HOME=$work/cache  # the facts cache of this run only
+
+failures=0
+pass() { echo "ok: $*"; }
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+expect_eq() {  # WHAT EXPECTED ACTUAL
+  if [[ $2 == "$3" ]]; then pass "$1"; else
+    fail "$1"
+    diff <(echo "$2") <(echo "$3") >&2 || true
+  fi
+}
+expect_contains() {  # WHAT NEEDLE HAYSTACK
+  if [[ $3 == *"$2"* ]]; then pass "$1"; else fail "$1: missing [$2] in:"$'\n'"$3"; fi
+}
+
+# "RANK CPULIST" per rank from `xftctl topology --json` ("numactl -C <list> -m <node>").
+planned_cpus() {
+  "$XFTCTL" "$@" --json | grep -o '"numactl": "numactl -C [^ ]* ' | awk '{print NR - 1, $4}'
+}
+# "RANK HOST CPULIST" per rank from the rank-probe lines of a launch.
+reported_cpus() {
+  grep -o 'rank=[0-9]* local_rank=[0-9]* host=[^ ]* cpus=[^ ]*' |
+    sed 's/rank=\([0-9]*\) local_rank=[0-9]* host=\([^ ]*\) cpus=\(.*\)/\1 \2 \3/' | sort -n
+}
+
+# --- local: 2 ranks on this machine -------------------------------------------
+me=$(hostname)
+plan=$(planned_cpus topology --local --ranks-per-host 2 --cores-per-rank 1)
+out=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --timeout 60 -- "$XFTCTL" rank-probe)
+expect_eq "local: each rank's affinity equals the plan" \
+  "$(echo "$plan" | awk -v h="$me" '{print $1, h, $2}')" "$(echo "$out" | reported_cpus)"
+expect_contains "local: rank lines are tagged with rank and host" "[1 $me] rank=1 local_rank=1 host=$me" "$out"
+expect_contains "local: OMP_NUM_THREADS is the rank's core count" "omp=1 comm=-" "$out"
+
+dry=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --dry-run -- "$XFTCTL" rank-probe)
+root_flag=$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root" || true)
+cpu0=$(echo "$plan" | awk 'NR == 1 {print $2}')
+cpu1=$(echo "$plan" | awk 'NR == 2 {print $2}')
+expect_eq "local: --dry-run prints the exact mpirun command" \
+  "mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu0 -m 0 $XFTCTL rank-probe : -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu1 -m 0 $XFTCTL rank-probe" \
+  "$dry"
+
+start=$SECONDS
+set +e
+err=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --timeout 60 -- sh -c \
+  'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then echo "loading shard 1" >&2; echo "shard 1 is corrupt" >&2; exit 7; fi; sleep 50' \
+  2>&1 >/dev/null)
+rc=$?
+set -e
+expect_eq "local: a failing rank makes launch exit 2" 2 "$rc"
+expect_contains "local: the failing rank is named" \
+  "xftctl: rank 1 ($me, localhost) exited with code 7; mpirun stopped every other rank" "$err"
+expect_contains "local: its last stderr lines are shown" \
+  $'last stderr of rank 1:\n  loading shard 1\n  shard 1 is corrupt' "$err"
+((SECONDS - start < 40)) && pass "local: the other rank did not keep the launch waiting" ||
+  fail "local: failing launch took $((SECONDS - start)) s"
+
+start=$SECONDS
+set +e
+err=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --timeout 3 -- sh -c "echo \$\$ >> $work/sleepers; exec sleep 300" 2>&1)
+rc=$?
+set -e
+expect_eq "local: a timed-out launch exits 2" 2 "$rc"
+expect_contains "local: timeout message" "xftctl: launch timed out: every rank was stopped" "$err"
+((SECONDS - start < 20)) && pass "local: timeout honoured" || fail "local: timeout took $((SECONDS - start)) s"
+left=0
+while read -r pid; do
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
+  [[ -n $state && $state != Z ]] && left=$((left + 1))
+done <"$work/sleepers"
+expect_eq "local: no rank survives the timeout" 0 "$left"
+
+# --- the test cluster: 4 hosts, key logins ------------------------------------
+export XFT_TEST_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+bash "$CLUSTER" start "$work/cluster" -n 4 --auth key >/dev/null
+# shellcheck source=/dev/null
+source "$work/cluster/cluster.env"
+inv=(-i "$CLUSTER_INVENTORY")
+kh=$work/known_hosts
+"$XFTCTL" "${inv[@]}" ping --accept-new-host-keys --known-hosts "$kh" >/dev/null
+
+facts=$("$XFTCTL" "${inv[@]}" facts --known-hosts "$kh" --json)
+expect_eq "cluster: facts of 4 hosts probed over SSH" 4 "$(echo "$facts" | grep -c '"from_cache": false')"
+[[ -f $XDG_CACHE_HOME/xftctl/facts/h03.json ]] && pass "cluster: facts cached per host" || fail "no facts cache file"
+local_facts=$("$XFTCTL" facts --local --json)
+expect_eq "cluster: remote facts (via the probe script) equal this machine's CPU layout" \
+  "$(echo "$local_facts" | grep -o '"cores": [0-9]*')" "$(echo "$facts" | grep -o '"cores": [0-9]*' | sort -u)"
+cached=$("$XFTCTL" "${inv[@]}" facts --known-hosts "$kh")
+expect_eq "cluster: second facts run uses the cache" 4 "$(echo "$cached" | grep -c '(cached; --refresh to probe again)')"
+
+topo=(--ranks-per-host 2 --cores-per-rank 1 --known-hosts "$kh")
+map=$("$XFTCTL" "${inv[@]}" topology "${topo[@]}")
+expect_contains "cluster: rank map" "0  | h01       | $HOST_H01_ADDR | 0-1" "$map"
+expect_contains "cluster: rank map, last host" "3  | h04       | $HOST_H04_ADDR | 6-7" "$map"
+expect_contains "cluster: transport matrix row" "0  -            shm          tcp;ofi_rxm" "$map"
+
+plan=$(planned_cpus "${inv[@]}" topology "${topo[@]}")
+dry=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run -- "$XFTCTL" rank-probe)
+agent="'ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$kh -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root'"
+expected="mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include $CLUSTER_SUBNET --mca plm_rsh_agent $agent --mca plm_rsh_no_tree_spawn 1"
+rank=0
+for h in h01 h02 h03 h04; do
+  addr_var=HOST_${h^^}_ADDR
+  for local_rank in 0 1; do
+    cpus=$(echo "$plan" | awk -v r=$rank '$1 == r {print $2}')
+    ((rank > 0)) && expected+=" :"
+    expected+=" -np 1 -H ${!addr_var}:2 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 numactl -C $cpus -m 0 $XFTCTL rank-probe"
+    rank=$((rank + 1))
+  done
+done
+# Token by token, so a difference points at the token.
+expect_eq "cluster: --dry-run tokens (Open MPI 4.1)" "$(echo "$expected" | tr ' ' '\n')" "$(echo "$dry" | tr ' ' '\n')"
+
+out=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- "$XFTCTL" rank-probe)
+expected_ranks=$(echo "$plan" | awk '{h = sprintf("h%02d", int($1 / 2) + 1); print $1, h, $2}')
+expect_eq "cluster: 8 ranks on 4 hosts, each on its host with the planned CPUs" \
+  "$expected_ranks" "$(echo "$out" | reported_cpus)"
+
+set +e
+err=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- sh -c \
+  'if [ "$OMPI_COMM_WORLD_RANK" = 5 ]; then echo "rank five: out of memory" >&2; exit 9; fi; sleep 60' 2>&1 >/dev/null)
+rc=$?
+set -e
+expect_eq "cluster: a failing remote rank makes launch exit 2" 2 "$rc"
+expect_contains "cluster: the failing host and rank are named" \
+  "xftctl: rank 5 (h03, $HOST_H03_ADDR) exited with code 9; mpirun stopped every other rank" "$err"
+expect_contains "cluster: with its stderr" $'last stderr of rank 5:\n  rank five: out of memory' "$err"
+
+if ((failures)); then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all launch checks passed"

@@ -1,0 +1,141 @@
+// Tiled online-softmax attention against a naive softmax(QKᵀ/√d)·V in double,
+// over the values the cache actually holds (bf16/f16), with GQA, prefill and
+// decode, contexts spanning several tiles and KV splits, on every ISA family.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/attention.h"
+#include "engine/kernels/cpu_features.h"
+#include "engine/kernels/ops.h"
+
+namespace xft::engine {
+namespace {
+
+class IsaScope {
+ public:
+  explicit IsaScope(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> isas{Isa::scalar};
+  if (best_isa() >= Isa::avx2) isas.push_back(Isa::avx2);
+  if (best_isa() >= Isa::avx512) isas.push_back(Isa::avx512);
+  return isas;
+}
+
+float cached(const KvCache& cache, const uint16_t* p) {
+  return cache.format() == KvFormat::bf16 ? bf16_to_f32(*p) : f16_to_f32(*p);
+}
+
+struct Case {
+  int heads, kv_heads, head_dim;
+  int context;   // positions [0, context) are in the cache
+  int m;         // query rows: the last m positions (prefill) or chosen ones
+  KvFormat format;
+  int threads;
+};
+
+void check(const Case& c, std::mt19937& rng) {
+  const int kv_width = c.kv_heads * c.head_dim;
+  const int q_width = c.heads * c.head_dim;
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  KvCache cache(c.kv_heads, c.head_dim, c.context + 3, c.format);
+  std::vector<float> k(size_t(c.context) * kv_width), v(k.size());
+  for (auto& x : k) x = dist(rng);
+  for (auto& x : v) x = dist(rng);
+  // Store in two batches, the second one out of order, like prefill then decode.
+  std::vector<int> all(c.context);
+  for (int i = 0; i < c.context; ++i) all[i] = i;
+  const int first = c.context / 2;
+  cache.store(k.data(), v.data(), first, kv_width, all.data());
+  for (int i = c.context - 1; i >= first; --i) {
+    cache.store(k.data() + size_t(i) * kv_width, v.data() + size_t(i) * kv_width, 1, kv_width, &all[i]);
+  }
+
+  std::vector<int> positions(c.m);
+  for (int r = 0; r < c.m; ++r) positions[r] = c.context - c.m + r;
+  const int q_stride = q_width + 3, out_stride = q_width + 1;
+  std::vector<float> q(size_t(c.m) * q_stride);
+  for (auto& x : q) x = dist(rng);
+  std::vector<float> out(size_t(c.m) * out_stride, -7.0f);
+  ThreadPool pool(c.threads);
+  attention(q.data(), c.m, q_stride, positions.data(), cache, c.heads, out.data(), out_stride, pool);
+
+  const int group = c.heads / c.kv_heads;
+  const double scale = 1.0 / std::sqrt(double(c.head_dim));
+  for (int r = 0; r < c.m; ++r) {
+    for (int h = 0; h < c.heads; ++h) {
+      const int kvh = h / group;
+      const int n = positions[r] + 1;
+      std::vector<double> p(n);
+      double max_score = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        double s = 0;
+        for (int d = 0; d < c.head_dim; ++d) {
+          s += double(q[size_t(r) * q_stride + h * c.head_dim + d]) * cached(cache, cache.key(kvh, j) + d);
+        }
+        p[j] = s * scale;
+        max_score = std::max(max_score, p[j]);
+      }
+      double sum = 0;
+      for (auto& x : p) sum += (x = std::exp(x - max_score));
+      for (int d = 0; d < c.head_dim; ++d) {
+        double ref = 0;
+        for (int j = 0; j < n; ++j) ref += p[j] / sum * cached(cache, cache.value(kvh, j) + d);
+        ASSERT_NEAR(out[size_t(r) * out_stride + h * c.head_dim + d], ref, 2e-5 * (1 + std::fabs(ref)))
+            << "isa=" << isa_name(active_isa()) << " heads=" << c.heads << "/" << c.kv_heads
+            << " d=" << c.head_dim << " ctx=" << c.context << " m=" << c.m << " row=" << r << " head=" << h
+            << " dim=" << d;
+      }
+    }
+    // Padding between rows is untouched.
+    ASSERT_EQ(out[size_t(r) * out_stride + q_width], -7.0f);
+  }
+}
+
+TEST(KernelsAttention, PrefillMatchesNaiveSoftmaxWithGqa) {
+  std::mt19937 rng(21);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    check({14, 2, 64, 150, 150, KvFormat::bf16, 2}, rng);   // whole prompt, 3 tiles
+    check({4, 4, 40, 70, 70, KvFormat::f16, 3}, rng);       // MHA, head_dim not a multiple of 16
+    check({6, 2, 128, 65, 20, KvFormat::bf16, 2}, rng);     // chunked prefill after a cached prefix
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(KernelsAttention, DecodeLongContextSplitsKvTiles) {
+  std::mt19937 rng(22);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    check({2, 1, 64, 1000, 1, KvFormat::bf16, 4}, rng);     // 16 tiles split over 4 threads
+    check({8, 2, 64, 333, 1, KvFormat::f16, 5}, rng);       // odd tile split
+    check({4, 2, 16, 1, 1, KvFormat::bf16, 4}, rng);        // first token: one key, more splits than tiles
+    check({12, 2, 128, 257, 3, KvFormat::bf16, 2}, rng);    // a few rows (speculative/batched decode)
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(KernelsAttention, RejectsBadShapesAndPositions) {
+  KvCache cache(2, 8, 4, KvFormat::bf16);
+  std::vector<float> row(16, 1.0f), out(48);
+  int pos = 4;
+  EXPECT_THROW(cache.store(row.data(), row.data(), 1, 16, &pos), std::out_of_range);
+  ThreadPool pool(1);
+  pos = 0;
+  cache.store(row.data(), row.data(), 1, 16, &pos);
+  EXPECT_THROW(attention(row.data(), 1, 48, &pos, cache, 3, out.data(), 48, pool), std::invalid_argument);
+  pos = 9;
+  EXPECT_THROW(attention(row.data(), 1, 48, &pos, cache, 6, out.data(), 48, pool), std::out_of_range);
+  EXPECT_EQ(cache.bytes(), size_t(2) * 2 * 4 * 8 * 2);
+}
+
+}  // namespace
+}  // namespace xft::engine

@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include <sched.h>
+
+#include <atomic>
+#include <vector>
+
+#include "engine/kernels/thread_pool.h"
+
+namespace xft::engine {
+namespace {
+
+TEST(KernelsThreadPool, ParallelForCoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int n : {0, 1, 2, 3, 7, 64, 1001}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for(n, [&](int begin, int end) {
+        ASSERT_LT(begin, end);
+        for (int i = begin; i < end; ++i) hits[i].fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads=" << threads << " n=" << n;
+    }
+  }
+}
+
+TEST(KernelsThreadPool, RunGivesEachWorkerItsIndexAndManyRegionsComplete) {
+  ThreadPool pool(3, {}, 5);  // short spin: regions also start from the futex sleep
+  std::atomic<int> sum{0};
+  for (int iteration = 0; iteration < 5000; ++iteration) {
+    std::atomic<int> mask{0};
+    pool.run([&](int tid, int n) {
+      EXPECT_EQ(n, 3);
+      mask.fetch_or(1 << tid);
+      sum.fetch_add(1);
+    });
+    ASSERT_EQ(mask.load(), 0b111) << iteration;
+  }
+  EXPECT_EQ(sum.load(), 15000);
+}
+
+TEST(KernelsThreadPool, NestedRegionsRunInline) {
+  ThreadPool pool(2);
+  std::atomic<int> inner{0};
+  pool.run([&](int, int) {
+    pool.parallel_for(10, [&](int begin, int end) {
+      EXPECT_EQ(begin, 0);
+      EXPECT_EQ(end, 10);
+      inner.fetch_add(1);
+    });
+  });
+  EXPECT_EQ(inner.load(), 2);
+}
+
+TEST(KernelsThreadPool, WorkersArePinnedToTheGivenCpus) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(original), &original), 0);
+  std::vector<std::atomic<int>> seen_cpu(2);
+  {
+    ThreadPool pool(2, {0, 0});
+    pool.run([&](int tid, int) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+      seen_cpu[tid] = CPU_COUNT(&set) == 1 && CPU_ISSET(0, &set) ? 1 : 0;
+    });
+  }
+  // The constructor pinned this (calling) thread too; undo it for later tests.
+  ASSERT_EQ(sched_setaffinity(0, sizeof(original), &original), 0);
+  EXPECT_EQ(seen_cpu[0].load(), 1);
+  EXPECT_EQ(seen_cpu[1].load(), 1);
+}
+
+}  // namespace
+}  // namespace xft::engine

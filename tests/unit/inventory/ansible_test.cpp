@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include "common/atomic_file.h"
+#include "inventory/ansible.h"
+#include "inventory/load.h"
+#include "inventory/show.h"
+#include "inventory/write.h"
+
+using namespace xft::inventory;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(XFT_TEST_DATA_DIR) + "/inventory/" + name; }
+
+AnsibleImport import_fixture(const std::string& name) {
+  auto text = xft::read_file(fixture(name));
+  EXPECT_TRUE(text);
+  auto imported = import_ansible(*text, name);
+  EXPECT_TRUE(imported) << imported.error().message;
+  return imported ? *imported : AnsibleImport{};
+}
+
+std::string import_error(const std::string& ini) {
+  auto imported = import_ansible(ini, "hosts");
+  return imported ? "imported without error" : imported.error().message;
+}
+
+}  // namespace
+
+TEST(ImportAnsible, XftDemoHostsFile) {
+  auto imported = import_fixture("xft_demo_hosts.ini");
+  ASSERT_EQ(imported.inventory.hosts.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const Host& host = imported.inventory.hosts[i];
+    EXPECT_EQ(host.name, "192.168.0." + std::to_string(i + 1));
+    EXPECT_EQ(host.address, host.name);
+    EXPECT_EQ(host.user, "root");
+    EXPECT_EQ(host.port, 22);
+    EXPECT_TRUE(host.groups.empty());  // all_hosts is the whole cluster, not a group
+  }
+  EXPECT_TRUE(imported.warnings.empty());
+  EXPECT_EQ(to_yaml(imported.inventory), "hosts:\n  - name: \"192.168.0.[1-4]\"\n");
+}
+
+TEST(ImportAnsible, HostsVarsGroupsAndChildren) {
+  auto imported = import_fixture("cluster.ini");
+  const auto& hosts = imported.inventory.hosts;
+  ASSERT_EQ(hosts.size(), 5u);
+  EXPECT_EQ(hosts[0].name, "node1");
+  EXPECT_EQ(hosts[0].address, "192.168.0.1");
+  EXPECT_EQ(hosts[0].user, "root");  // the host line wins over [all_hosts:vars]
+  EXPECT_EQ(hosts[0].credentials.key, "/root/.ssh/id_ed25519");
+  EXPECT_EQ(hosts[0].groups, (std::vector<std::string>{"workers", "everything"}));
+  EXPECT_EQ(hosts[4].name, "head");
+  EXPECT_EQ(hosts[4].user, "xft");  // from [all_hosts:vars]
+  EXPECT_EQ(hosts[4].port, 2222);
+  EXPECT_EQ(hosts[4].groups, (std::vector<std::string>{"control", "everything"}));
+  EXPECT_EQ(imported.inventory.groups.at("workers"), (std::vector<std::string>{"node1", "node2", "node3", "node4"}));
+  EXPECT_EQ(imported.inventory.groups.at("everything"),
+            (std::vector<std::string>{"node1", "node2", "node3", "node4", "head"}));
+  EXPECT_EQ(imported.inventory.groups.count("all_hosts"), 0u);
+  // ansible_python_interpreter only steers Ansible: dropped silently.
+  EXPECT_EQ(imported.warnings, (std::vector<std::string>{
+                                   "cluster.ini:13:1: xft_build_dir: ignored (no inventory field corresponds to it)"}));
+  EXPECT_EQ(to_yaml(imported.inventory),
+            "defaults:\n"
+            "  key: /root/.ssh/id_ed25519\n"
+            "hosts:\n"
+            "  - name: \"node[1-4]\"\n"
+            "    address: \"192.168.0.[1-4]\"\n"
+            "  - name: head\n"
+            "    address: 192.168.0.9\n"
+            "    user: xft\n"
+            "    port: 2222\n"
+            "groups:\n"
+            "  control: [head]\n"
+            "  everything: [head, \"node[1-4]\"]\n"
+            "  workers: [\"node[1-4]\"]\n");
+}
+
+TEST(ImportAnsible, RoundTripReparsesToTheSameHosts) {
+  auto imported = import_fixture("cluster.ini");
+  auto reparsed = parse_inventory(to_yaml(imported.inventory), "imported.yaml");
+  ASSERT_TRUE(reparsed) << reparsed.error().message;
+  ASSERT_EQ(reparsed->hosts.size(), imported.inventory.hosts.size());
+  for (size_t i = 0; i < reparsed->hosts.size(); ++i) {
+    const Host &a = imported.inventory.hosts[i], &b = reparsed->hosts[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.address, b.address);
+    EXPECT_EQ(a.user, b.user);
+    EXPECT_EQ(a.port, b.port);
+    EXPECT_EQ(auth_label(a.credentials), auth_label(b.credentials));
+  }
+  EXPECT_EQ(reparsed->groups, imported.inventory.groups);
+}
+
+TEST(ImportAnsible, RefusesStoredPasswordNamingTheLine) {
+  auto text = xft::read_file(fixture("xft_demo_hosts_password.ini"));
+  auto imported = import_ansible(*text, "hosts");
+  ASSERT_FALSE(imported);
+  EXPECT_EQ(imported.error().message,
+            "hosts:2:1: ansible_ssh_pass: passwords are not imported (delete this line, export the password in an "
+            "environment variable, e.g. export XFT_SSH_PASSWORD=..., and set password_env: XFT_SSH_PASSWORD in "
+            "the YAML or pass --password-env XFT_SSH_PASSWORD to import)");
+  EXPECT_EQ(imported.error().message.find("not-a-real-secret"), std::string::npos);
+}
+
+TEST(ImportAnsible, RefusesPasswordOnAHostLine) {
+  auto message = import_error("[all_hosts]\nnode1 ansible_host=10.0.0.1 ansible_password=pw\n");
+  EXPECT_EQ(message.substr(0, 53), "hosts:2:29: ansible_password: passwords are not impor");
+  EXPECT_EQ(message.find("pw\n"), std::string::npos);
+}
+
+TEST(ImportAnsible, Errors) {
+  EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_port=99999\n"),
+            "hosts:2:7: ansible_port: `99999` is not a port in 1..65535");
+  EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_host=10.0.0.300\n"),
+            "hosts:2:7: ansible_host: `10.0.0.300` is not an IPv4/IPv6 address or a valid DNS host name");
+  EXPECT_EQ(import_error("[all_hosts]\nnode_1\n"),
+            "hosts:2:1: host: `node_1` is not an IP address or DNS name and has no ansible_host= (add one)");
+  EXPECT_EQ(import_error("[all_hosts\n10.0.0.1\n"), "hosts:1:1: section: `[all_hosts` is missing its closing `]`");
+  EXPECT_EQ(import_error("[all_hosts:foo]\n10.0.0.1\n"),
+            "hosts:1:1: section: unknown section kind `:foo` (use :vars or :children)");
+  EXPECT_EQ(import_error("[a]\nn1 ansible_host=10.0.0.1\nn2 ansible_host=10.0.0.1\n"),
+            "hosts:3:1: host: n2 has the same address 10.0.0.1 as n1 (line 2; each host needs its own address)");
+  EXPECT_EQ(import_error("[a]\n10.0.0.1\n[b:children]\nmissing\n"),
+            "hosts:4:1: children: group `missing` is not defined in this file");
+  EXPECT_EQ(import_error("# nothing\n"), "hosts:1:1: hosts: the file lists no hosts (add them under [all_hosts])");
+  EXPECT_EQ(import_error("[a]\nnode[4:1] ansible_host=10.0.0.1\n"),
+            "hosts:2:1: host: bad range `node[4-1]`: 4 > 1 (write the lower bound first: 1-4)");
+}
+
+TEST(ImportAnsible, QuotedValuesAndAnsibleRanges) {
+  auto imported = import_ansible(
+      "[all_hosts]\nn[01:02] ansible_user=\"admin\"\n[all_hosts:vars]\n"
+      "ansible_ssh_common_args='-o StrictHostKeyChecking=no'\nansible_port = 2200\n",
+      "hosts");
+  ASSERT_TRUE(imported) << imported.error().message;
+  ASSERT_EQ(imported->inventory.hosts.size(), 2u);
+  EXPECT_EQ(imported->inventory.hosts[1].name, "n02");
+  EXPECT_EQ(imported->inventory.hosts[1].user, "admin");
+  EXPECT_EQ(imported->inventory.hosts[1].port, 2200);
+  EXPECT_TRUE(imported->warnings.empty());
+}
