@@ -53,11 +53,17 @@ struct BenchFlags {
   std::string fail_mode = "kill";
 };
 
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 // Everything the ranks need, re-spelled as arguments of the worker command.
 std::vector<std::string> worker_arguments(const BenchFlags& f) {
   std::vector<std::string> args{"bench", "allreduce", "--rank-worker", "-b", f.begin, "-e", f.end,
-                                "-f", std::to_string(f.factor), "--format", f.format,
-                                "--timeout", std::to_string(f.timeout_s)};
+                                "-f", number(f.factor), "--format", f.format,
+                                "--stall-timeout", number(f.timeout_s)};
   for (const auto& d : f.dtypes) args.insert(args.end(), {"--dtype", d});
   for (const auto& a : f.algos) args.insert(args.end(), {"--algo", a});
   if (f.iters > 0) args.insert(args.end(), {"-n", std::to_string(f.iters)});
@@ -97,7 +103,7 @@ Expected<void> validate(const BenchFlags& f) {
       if (auto s = comm::Selection::parse(a); !s) return make_error("--algo " + a + ": " + s.error().message);
   for (const auto& c : f.check_counts)
     if (auto b = comm::parse_byte_size(c); !b) return make_error("--check-counts " + c + ": " + b.error().message);
-  if (f.timeout_s <= 0) return make_error("--timeout must be positive");
+  if (f.timeout_s <= 0) return make_error("--stall-timeout must be positive");
   return {};
 }
 
@@ -265,6 +271,12 @@ int run_oversubscribed(int ranks, const std::vector<std::string>& command, bool 
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return exit_ok;
   auto failure = launcher::find_failed_rank(lines);
   std::string what = "mpirun exited with " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  // A rank that gave up says why in a line of its own; that names the culprit best.
+  for (const auto& line : lines)
+    if (line.rfind("xftctl: rank ", 0) == 0) {
+      what = line.substr(std::strlen("xftctl: "));
+      break;
+    }
   if (failure) {
     what = "rank " + std::to_string(failure->rank) + " (this host) " +
            (failure->signal ? "was killed by signal " + std::to_string(failure->signal) + " (" +
@@ -376,7 +388,7 @@ void add_bench_commands(CLI::App& app, Context& ctx) {
   cmd->add_flag("--check", flags->check,
                 "correctness only: every algorithm at many awkward element counts, float32 and bfloat16");
   cmd->add_option("--check-counts", flags->check_counts, "element counts for --check (comma list)")->delimiter(',');
-  cmd->add_option("--timeout", flags->timeout_s, "seconds without progress before a rank gives up, naming the peer it waits for")
+  cmd->add_option("--stall-timeout", flags->timeout_s, "seconds without progress before a rank gives up, naming the peer it waits for")
       ->capture_default_str();
   cmd->add_option("--cores-per-rank", flags->cores_per_rank, "cap on cores per rank in the plan");
   cmd->add_option("--ranks-per-host", flags->ranks, "override the inventory's ranks: N, per-socket or per-numa");

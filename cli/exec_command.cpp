@@ -1,5 +1,8 @@
 // xftctl exec -- CMD: run one command on every host at once and print the
 // outputs folded like `clush -b`: hosts with identical output share one block.
+// A block is the host's stdout followed by its stderr (no pty, so the two
+// streams arrive separately); exit codes and failures go to stderr after it.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 

@@ -1,5 +1,6 @@
 // xftctl ping: can we reach and log in to every host, and what is it? One
 // SSH round trip per host reads the OS, kernel, CPU count and memory.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -117,10 +118,10 @@ std::string summary_line(const std::vector<PingRow>& rows) {
   return text;
 }
 
-nlohmann::json to_json(const std::vector<PingRow>& rows) {
-  auto array = nlohmann::json::array();
+nlohmann::ordered_json to_json(const std::vector<PingRow>& rows) {
+  auto array = nlohmann::ordered_json::array();
   for (const auto& row : rows) {
-    nlohmann::json item{{"host", row.host}, {"address", row.address}, {"status", row.status}};
+    nlohmann::ordered_json item{{"host", row.host}, {"address", row.address}, {"status", row.status}};
     if (row.failure) {
       item["error"] = row.error;
     } else {
@@ -165,7 +166,8 @@ void run_ping(Context& ctx, const ReachFlags& flags, bool json) {
 
 void add_ping_commands(CLI::App& app, Context& ctx) {
   auto* ping = app.add_subcommand(
-      "ping", "reach every host over SSH and show its OS, kernel, CPUs and memory (exit 2: a host failed, 4: unreachable)");
+      "ping", "reach every host over SSH and show its OS, kernel, CPUs and memory (exit 2: a host failed, including an "
+      "unknown or changed host key; 4: a host unreachable)");
   static ReachFlags flags;
   static bool json = false;
   flags.timeout_s = 30;

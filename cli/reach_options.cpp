@@ -11,22 +11,31 @@
 
 namespace xft::cli {
 
+// A command that already defines one of these names (say its own --timeout
+// for something else) keeps its own; the reach flag is left out there.
 void add_reach_flags(CLI::App& command, ReachFlags& flags) {
-  command.add_flag("--accept-new-host-keys", flags.accept_new_host_keys,
-                   "trust and record host keys not yet in known_hosts (a changed key is always refused)");
-  command.add_option("--known-hosts", flags.known_hosts,
-                     "known_hosts file (else $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts)");
-  command.add_option("--fanout", flags.fanout, "hosts worked on at once")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  command.add_option("--connect-timeout", flags.connect_timeout_s, "seconds to wait for a host to answer")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 86400 * 7));
-  command.add_option("--hosts", flags.hosts,
-                     "only these hosts: names, groups, ranges like h[01-04], globs; comma-separated");
+  auto absent = [&](const char* name) { return command.get_option_no_throw(name) == nullptr; };
+  if (absent("--accept-new-host-keys"))
+    command.add_flag("--accept-new-host-keys", flags.accept_new_host_keys,
+                     "trust and record host keys not yet in known_hosts (a changed key is always refused)");
+  if (absent("--known-hosts"))
+    command.add_option("--known-hosts", flags.known_hosts,
+                       "known_hosts file (else $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts)");
+  if (absent("--fanout"))
+    command.add_option("--fanout", flags.fanout, "hosts worked on at once")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+  if (absent("--connect-timeout"))
+    command.add_option("--connect-timeout", flags.connect_timeout_s, "seconds to wait for a host to answer")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 3600));
+  if (absent("--timeout"))
+    command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 86400 * 7));
+  if (absent("--hosts"))
+    command.add_option("--hosts", flags.hosts,
+                       "only these hosts: names, groups, ranges like h[01-04], globs; comma-separated");
 }
 
 std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags) {

@@ -25,7 +25,8 @@ struct ReachFlags {
 };
 
 // Adds --accept-new-host-keys, --known-hosts, --fanout, --connect-timeout,
-// --timeout and --hosts. Set flags.timeout_s first to change its default.
+// --timeout and --hosts, each unless the command already has that option.
+// Set flags.timeout_s first to change its default.
 void add_reach_flags(CLI::App& command, ReachFlags& flags);
 
 // libssh transport; passwords from the environment or a prompt; host key

@@ -462,10 +462,11 @@ Expected<MpirunSpec> mpirun_spec_for(const RankPlan& plan, const std::vector<inv
   spec.local_only = true;
   for (const auto& r : plan.ranks)
     if (r.address != "localhost" && r.address != "127.0.0.1") spec.local_only = false;
-  if (spec.local_only || plan.hosts.empty()) return spec;
-
+  if (plan.hosts.empty()) return spec;
   const PlanHost& first = plan.hosts.front();
   spec.provider = first.fabric_provider;
+  if (spec.local_only) return spec;
+
   spec.iface = first.fabric_iface;
   for (const auto& h : plan.hosts)
     if (h.fabric_provider != first.fabric_provider)

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <type_traits>
 #include <unordered_map>
 
 #include "common/atomic_file.h"
@@ -87,8 +88,8 @@ float convert_element<float>(const char* src, DType dtype) {
   float value;
   switch (dtype) {
     case DType::f32: std::memcpy(&value, src, 4); return value;
-    case DType::bf16: std::memcpy(&half, src, 2); return bf16_to_f32(half);
-    case DType::f16: std::memcpy(&half, src, 2); return f16_to_f32(half);
+    case DType::bf16: std::memcpy(&half, src, 2); return bf16_bits_to_f32(half);
+    case DType::f16: std::memcpy(&half, src, 2); return f16_bits_to_f32(half);
   }
   return 0;
 }
@@ -98,7 +99,7 @@ uint16_t convert_element<uint16_t>(const char* src, DType dtype) {
   uint16_t half;
   std::memcpy(&half, src, 2);
   if (dtype == DType::bf16) return half;
-  return f32_to_bf16(convert_element<float>(src, dtype));
+  return f32_to_bf16_bits(convert_element<float>(src, dtype));
 }
 
 class CheckpointSource final : public WeightSource {
@@ -150,8 +151,16 @@ class CheckpointSource final : public WeightSource {
     const char* base = found->shard->file->data() + found->shard->header.data_start + entry.begin;
     std::vector<T> out(size_t(region->count()));
     size_t next = 0;
+    // Stored exactly as requested: copy row segments instead of converting element by element.
+    bool same_format = (std::is_same_v<T, uint16_t> && entry.meta.dtype == DType::bf16) ||
+                       (std::is_same_v<T, float> && entry.meta.dtype == DType::f32);
     for (int64_t r = region->row_begin; r < region->row_end; ++r) {
       const char* src = base + (uint64_t(r) * uint64_t(region->cols) + uint64_t(region->col_begin)) * element;
+      if (same_format) {
+        std::memcpy(out.data() + next, src, size_t(region->cols_out()) * element);
+        next += size_t(region->cols_out());
+        continue;
+      }
       for (int64_t c = 0; c < region->cols_out(); ++c, src += element) {
         out[next++] = convert_element<T>(src, entry.meta.dtype);
       }

@@ -37,7 +37,7 @@ class FakeWeightSource final : public WeightSource {
 
   Expected<std::vector<float>> read_f32(const std::string& name, Slice rows,
                                         Slice cols) const override {
-    return generate<float>(name, rows, cols, [](uint16_t bits) { return bf16_to_f32(bits); });
+    return generate<float>(name, rows, cols, [](uint16_t bits) { return bf16_bits_to_f32(bits); });
   }
 
   Expected<std::vector<uint16_t>> read_bf16(const std::string& name, Slice rows,
@@ -116,7 +116,7 @@ float test_value_f32(uint64_t tensor_hash, uint64_t index, TensorRole role, int6
 }
 
 uint16_t test_value_bf16(uint64_t tensor_hash, uint64_t index, TensorRole role, int64_t fan_in) {
-  return f32_to_bf16(test_value_f32(tensor_hash, index, role, fan_in));
+  return f32_to_bf16_bits(test_value_f32(tensor_hash, index, role, fan_in));
 }
 
 std::unique_ptr<WeightSource> make_fake_weights(const ModelConfig& config, uint64_t seed) {

@@ -40,14 +40,14 @@ Expected<Region> resolve_region(const std::string& name, const std::vector<int64
   return region;
 }
 
-float bf16_to_f32(uint16_t bits) {
+float bf16_bits_to_f32(uint16_t bits) {
   uint32_t wide = uint32_t(bits) << 16;
   float value;
   std::memcpy(&value, &wide, 4);
   return value;
 }
 
-uint16_t f32_to_bf16(float value) {
+uint16_t f32_to_bf16_bits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);  // keep NaN a NaN
@@ -55,7 +55,7 @@ uint16_t f32_to_bf16(float value) {
   return uint16_t(bits >> 16);
 }
 
-float f16_to_f32(uint16_t bits) {
+float f16_bits_to_f32(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000u) << 16;
   uint32_t exponent = (bits >> 10) & 0x1fu;
   uint32_t mantissa = bits & 0x3ffu;

@@ -23,8 +23,8 @@ Expected<Region> resolve_region(const std::string& name, const std::vector<int64
                                 Slice rows, Slice cols);
 
 // Numeric conversions, round-to-nearest-even where precision is lost.
-float bf16_to_f32(uint16_t bits);
-uint16_t f32_to_bf16(float value);
-float f16_to_f32(uint16_t bits);
+float bf16_bits_to_f32(uint16_t bits);
+uint16_t f32_to_bf16_bits(float value);
+float f16_bits_to_f32(uint16_t bits);
 
 }  // namespace xft::engine

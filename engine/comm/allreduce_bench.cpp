@@ -140,7 +140,7 @@ void maybe_fail(const BenchConfig& config, int rank, size_t bytes) {
 }
 
 int adaptive_warmup(size_t bytes) {
-  return int(std::clamp<size_t>((size_t(8) << 20) / std::max<size_t>(bytes, 1), 2, 50));
+  return int(std::clamp<size_t>((size_t(8) << 20) / std::max<size_t>(bytes, 1), 5, 50));
 }
 
 struct Timing {
@@ -154,12 +154,19 @@ Expected<Timing> time_case(Allreducer& allreducer, const Selection& selection, v
   const size_t bytes = count * dtype_size(dtype);
   std::memset(data, 0, bytes);  // zeros stay zeros: no overflow, no denormals over many repetitions
   int warmup = config.warmup >= 0 ? config.warmup : adaptive_warmup(bytes);
-  double t0 = now_s();
+  std::vector<double> warm_times;
   for (int i = 0; i < warmup; ++i) {
+    double start = now_s();
     if (auto ok = allreducer.allreduce(selection, data, count, dtype); !ok) return ok.error();
+    warm_times.push_back(now_s() - start);
     note_step_done();
   }
-  double warm_each = warmup > 0 ? (now_s() - t0) / warmup : 0;
+  // The median warm-up call: one preempted call must not decide the count.
+  double warm_each = 0;
+  if (!warm_times.empty()) {
+    std::nth_element(warm_times.begin(), warm_times.begin() + warm_times.size() / 2, warm_times.end());
+    warm_each = warm_times[warm_times.size() / 2];
+  }
   int repetitions = config.iters;
   if (repetitions <= 0) {
     // About 50 ms per size, judged by the slowest rank's warm-up, same count everywhere.
@@ -168,7 +175,7 @@ Expected<Timing> time_case(Allreducer& allreducer, const Selection& selection, v
     repetitions = slowest > 0 ? int(std::clamp(0.05 / slowest, 5.0, 5000.0)) : 100;
   }
   MPI_Barrier(comm);
-  t0 = now_s();
+  double t0 = now_s();
   for (int i = 0; i < repetitions; ++i) {
     if (auto ok = allreducer.allreduce(selection, data, count, dtype); !ok) return ok.error();
     note_step_done();

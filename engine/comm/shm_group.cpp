@@ -206,8 +206,8 @@ Expected<void> ShmGroup::wait_flag(Flag* flags, int peer, uint64_t target, const
     sched_yield();
     if ((spin & 63) == 63 && std::chrono::steady_clock::now() > deadline) {
       return make_error("shm " + std::string(what) + ": rank " +
-                        std::to_string(world_ranks_[size_t(peer)]) + " on " + host_ +
-                        " did not arrive within " + std::to_string(int(options_.timeout_s)) +
+                        std::to_string(world_ranks_[size_t(peer)]) + " (" + host_ +
+                        ") did not arrive within " + std::to_string(int(options_.timeout_s)) +
                         " s (call " + std::to_string(target) + "); it died or is stalled");
     }
   }

@@ -119,8 +119,7 @@ void run_task(const Task& task, const float* q, int q_stride, const int* positio
       const int visible = std::min(n, positions[task.row_begin + i / group] + 1 - j0);  // causal
       float* si = scores + static_cast<size_t>(i) * kAttentionTile;
       Partial& p = partials[i];
-      float tile_max = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < visible; ++j) tile_max = std::max(tile_max, si[j]);
+      const float tile_max = max_value(si, std::max(visible, 0));
       const float new_max = std::max(p.max, tile_max);
       if (visible <= 0 || new_max == -std::numeric_limits<float>::infinity()) {
         std::fill(si, si + n, 0.0f);

@@ -11,6 +11,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/attention_internal.h"
 
@@ -58,13 +60,16 @@ XFT_AVX512 float* widen_tile(const uint16_t* rows, int n, int head_dim) {
 // r[k] = Σ lanes of a[k], for 16 vectors.
 XFT_AVX512 inline __m512 transpose_sum16(const __m512* a) {
   __m512 u[8], v[4], w[2];
+  #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
     u[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
   }
+  #pragma GCC unroll 8
   for (int i = 0; i < 4; ++i) {
     const __m512d x = _mm512_castps_pd(u[2 * i]), y = _mm512_castps_pd(u[2 * i + 1]);
     v[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
   }
+  #pragma GCC unroll 8
   for (int i = 0; i < 2; ++i) {
     w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x88),
                          _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xdd));
@@ -93,25 +98,37 @@ XFT_AVX512 void score(const float* q, int group, const uint16_t* keys, int n, in
   }
 }
 
+// acc[g] = acc[g] · rescale[g] + Σ_j p[g][j] · v_j, 8 dim chunks (128 dims)
+// at a time so each broadcast p feeds 8 independent FMA chains.
 template <KvFormat F>
 XFT_AVX512 void accumulate(const float* p, int group, const uint16_t* values, int n, int head_dim,
                            const float* rescale, float* acc) {
+  constexpr int kChunks = 8;
   const int stride = round16(head_dim);
   const float* v = widen_tile<F>(values, n, head_dim);
   for (int g = 0; g < group; ++g) {
     const float* pg = p + static_cast<size_t>(g) * kAttentionTile;
     float* ag = acc + static_cast<size_t>(g) * head_dim;
-    for (int d = 0; d < stride; d += 16) {
-      const __mmask16 mask = tail_mask(head_dim - d);
-      __m512 a0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, ag + d), _mm512_set1_ps(rescale[g]));
-      __m512 a1 = _mm512_setzero_ps();
-      int j = 0;
-      for (; j + 2 <= n; j += 2) {
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(pg[j]), _mm512_load_ps(v + static_cast<size_t>(j) * stride + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(pg[j + 1]), _mm512_load_ps(v + static_cast<size_t>(j + 1) * stride + d), a1);
+    for (int d0 = 0; d0 < stride; d0 += 16 * kChunks) {
+      const int chunks = std::min(kChunks, (stride - d0) / 16);
+      __m512 a[kChunks];
+      const __m512 scale = _mm512_set1_ps(rescale[g]);
+#pragma GCC unroll 8
+      for (int c = 0; c < kChunks; ++c) {
+        if (c < chunks) a[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask(head_dim - d0 - 16 * c), ag + d0 + 16 * c), scale);
       }
-      if (j < n) a0 = _mm512_fmadd_ps(_mm512_set1_ps(pg[j]), _mm512_load_ps(v + static_cast<size_t>(j) * stride + d), a0);
-      _mm512_mask_storeu_ps(ag + d, mask, _mm512_add_ps(a0, a1));
+      for (int j = 0; j < n; ++j) {
+        const __m512 pj = _mm512_set1_ps(pg[j]);
+        const float* vj = v + static_cast<size_t>(j) * stride + d0;
+#pragma GCC unroll 8
+        for (int c = 0; c < kChunks; ++c) {
+          if (c < chunks) a[c] = _mm512_fmadd_ps(pj, _mm512_load_ps(vj + 16 * c), a[c]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < kChunks; ++c) {
+        if (c < chunks) _mm512_mask_storeu_ps(ag + d0 + 16 * c, tail_mask(head_dim - d0 - 16 * c), a[c]);
+      }
     }
   }
 }

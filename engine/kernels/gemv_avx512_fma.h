@@ -15,7 +15,8 @@
 
 namespace xft::engine::avx512_fma {
 
-// Load16: a functor XFT_AVX512 __m512 operator()(const PackedWeight&, int row, int col).
+// Load16: a functor XFT_AVX512 __m512 operator()(const PackedWeight&, int row, int col)
+// with `static constexpr int kBytes` (bytes per weight element).
 template <class Load16, int R, int M>
 XFT_AVX512 inline void rows_kernel(const PackedWeight& w, const float* x, float* y, int r0) {
   const Load16 load;
@@ -30,6 +31,12 @@ XFT_AVX512 inline void rows_kernel(const PackedWeight& w, const float* x, float*
     for (int j = 0; j < M; ++j) xv[j] = _mm512_loadu_ps(x + static_cast<size_t>(j) * w.ld + c);
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
+      // The next block of R rows follows in memory: fetch its line now (once
+      // per 64 bytes of this row).
+      if ((c * Load16::kBytes) % 64 == 0) {
+        const char* next = w.data.as<char>() + (static_cast<size_t>(r0 + i + R) * w.ld + c) * Load16::kBytes;
+        _mm_prefetch(next, _MM_HINT_T0);
+      }
       const __m512 wv = load(w, r0 + i, c);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
@@ -47,8 +54,30 @@ XFT_AVX512 inline void rows_kernel(const PackedWeight& w, const float* x, float*
   }
 }
 
+// m = 1: one row at a time (one sequential stream: several short row streams
+// defeat the hardware prefetcher on narrow matrices), four accumulators over
+// consecutive chunks; ld is a multiple of 64 elements.
+template <class Load16>
+XFT_AVX512 inline void row_stream(const PackedWeight& w, const float* x, float* y, int r) {
+  const Load16 load;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int c = 0; c < w.ld; c += 64) {
+    a0 = _mm512_fmadd_ps(load(w, r, c), _mm512_loadu_ps(x + c), a0);
+    a1 = _mm512_fmadd_ps(load(w, r, c + 16), _mm512_loadu_ps(x + c + 16), a1);
+    a2 = _mm512_fmadd_ps(load(w, r, c + 32), _mm512_loadu_ps(x + c + 32), a2);
+    a3 = _mm512_fmadd_ps(load(w, r, c + 48), _mm512_loadu_ps(x + c + 48), a3);
+  }
+  const float scale = w.scales.empty() ? 1.0f : w.scales[r];
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * scale + bias;
+}
+
 template <class Load16, int M>
 XFT_AVX512 inline void run_rows(const PackedWeight& w, const float* x, float* y, int rb, int re) {
+  if constexpr (M == 1) {
+    for (int r = rb; r < re; ++r) row_stream<Load16>(w, x, y, r);
+    return;
+  }
   constexpr int R = 4;
   int r = rb;
   for (; r + R <= re; r += R) rows_kernel<Load16, R, M>(w, x, y, r);

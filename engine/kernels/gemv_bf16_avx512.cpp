@@ -29,7 +29,11 @@ XFT_AVX512BF16 inline void rows_kernel(const PackedWeight& w, const uint16_t* x,
     }
     #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512bh wv = (__m512bh)_mm512_loadu_si512(w.row<uint16_t>(r0 + i) + c);
+      const uint16_t* wp = w.row<uint16_t>(r0 + i) + c;
+      // The next block of R rows follows this one in memory: fetch its line
+      // now, so the short per-row streams do not wait for the prefetcher.
+      _mm_prefetch(reinterpret_cast<const char*>(wp + static_cast<size_t>(R) * w.ld), _MM_HINT_T0);
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(wp);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv, xv[j]);
     }
@@ -43,8 +47,34 @@ XFT_AVX512BF16 inline void rows_kernel(const PackedWeight& w, const uint16_t* x,
   }
 }
 
+// m = 1: one row at a time, so the weight is read as one sequential stream
+// (several short interleaved row streams defeat the hardware prefetcher on
+// narrow matrices); four accumulators over consecutive chunks hide the
+// vdpbf16ps latency. ld is a multiple of 64 elements: two steps of 2 x 32.
+XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, float* y, int r) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  const uint16_t* wr = w.row<uint16_t>(r);
+  int c = 0;
+  for (; c + 128 <= w.ld; c += 128) {
+    a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(wr + c), (__m512bh)_mm512_loadu_si512(x + c));
+    a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(wr + c + 32), (__m512bh)_mm512_loadu_si512(x + c + 32));
+    a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(wr + c + 64), (__m512bh)_mm512_loadu_si512(x + c + 64));
+    a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(wr + c + 96), (__m512bh)_mm512_loadu_si512(x + c + 96));
+  }
+  if (c < w.ld) {  // the last 64 elements
+    a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(wr + c), (__m512bh)_mm512_loadu_si512(x + c));
+    a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(wr + c + 32), (__m512bh)_mm512_loadu_si512(x + c + 32));
+  }
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + bias;
+}
+
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
+  if constexpr (M == 1) {
+    for (int r = rb; r < re; ++r) row_stream(w, x, y, r);
+    return;
+  }
   constexpr int R = 4;
   int r = rb;
   for (; r + R <= re; r += R) rows_kernel<R, M>(w, x, y, r);

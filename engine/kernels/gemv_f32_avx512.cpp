@@ -5,12 +5,14 @@ namespace xft::engine {
 namespace {
 
 struct LoadF32 {
+  static constexpr int kBytes = 4;
   XFT_AVX512 __m512 operator()(const PackedWeight& w, int r, int c) const {
     return _mm512_loadu_ps(w.row<float>(r) + c);
   }
 };
 
 struct LoadF16 {
+  static constexpr int kBytes = 2;
   XFT_AVX512 __m512 operator()(const PackedWeight& w, int r, int c) const {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.row<uint16_t>(r) + c)));
   }

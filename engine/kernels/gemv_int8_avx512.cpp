@@ -8,6 +8,7 @@ namespace xft::engine {
 namespace {
 
 struct LoadInt8 {
+  static constexpr int kBytes = 1;
   XFT_AVX512 __m512 operator()(const PackedWeight& w, int r, int c) const {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.row<int8_t>(r) + c));
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(raw));

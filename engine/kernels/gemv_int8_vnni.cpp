@@ -55,7 +55,10 @@ XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, fl
     }
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(w.row<int8_t>(r0 + i) + c), flip);
+      const int8_t* wp = w.row<int8_t>(r0 + i) + c;
+      // The next block of R rows follows in memory: fetch its line now.
+      _mm_prefetch(reinterpret_cast<const char*>(wp + static_cast<size_t>(R) * w.ld), _MM_HINT_T0);
+      const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wp), flip);
 #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) {
         const __m512i dot = _mm512_dpbusd_epi32(start[j], wq, xq[j]);
@@ -74,8 +77,30 @@ XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, fl
   }
 }
 
+// m = 1: one row at a time (one sequential stream, see gemv_bf16_avx512.cpp),
+// two float accumulators for alternate blocks.
+XFT_VNNI inline void row_stream(const PackedWeight& w, const Int8StagedX& x, float* y, int r) {
+  const int blocks = w.ld / kInt8Block;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int8_t* wr = w.row<int8_t>(r);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int b = 0; b < blocks; ++b) {
+    const int c = b * kInt8Block;
+    const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + c), flip);
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_loadu_si512(x.neg_comp + static_cast<size_t>(b) * 16), wq,
+                                            _mm512_loadu_si512(x.q + c));
+    acc[b & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc[b & 1]);
+  }
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) * w.scales[r] + bias;
+}
+
 template <int M>
 XFT_VNNI void run_rows(const PackedWeight& w, const Int8StagedX& x, float* y, int rb, int re) {
+  if constexpr (M == 1) {
+    for (int r = rb; r < re; ++r) row_stream(w, x, y, r);
+    return;
+  }
   constexpr int R = 4;
   int r = rb;
   for (; r + R <= re; r += R) rows_kernel<R, M>(w, x, y, r);

@@ -6,14 +6,21 @@
 //    exactly once per call, all pool threads splitting the output rows;
 //  * prefill (m > kGemvMaxRows): oneDNN matmul, one single-threaded call per
 //    pool thread on its slice of output columns, primitives cached per shape.
+//    bf16 matmul where oneDNN has it (AVX-512), else float weight tiles and
+//    f32 matmul (exact weights, float x). XFT_ISA=scalar uses the decode
+//    kernel in chunks of kGemvMaxRows rows instead.
+// Fused projections: pass several LinearBlocks (q/k/v or gate/up rows); the
+// output row holds the blocks' columns one after the other.
+// The LM head for prefill: only the last position's logits are needed, so
+// call forward with that one row (m = 1), not the whole prompt.
 //
 // Numerics per format (what tests/unit/engine/kernels_linear_test.cpp checks):
 //  * f32:  float FMA, float accumulation (oneDNN f32 matmul for prefill).
 //  * bf16: weight kept bf16. AVX512-BF16 decode and all prefill round x to
 //    bf16 once (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar decode keep x float.
 //  * f16:  weight kept IEEE half; decode converts it to float (F16C) and
-//    keeps x float; prefill converts weight tiles to bf16 (exactly for
-//    |w| >= 2^-14 up to the 8-bit mantissa: |error| <= 2^-7 · Σ|x_i w_i|).
+//    keeps x float; bf16 prefill rounds weight tiles and x to bf16
+//    (|error| <= 2^-7 · Σ|x_i w_i|).
 //  * int8: weight-only quantization, symmetric per output channel:
 //    q = round(w / s), s = max|w_row| / 127 (|w - q s| <= s/2).
 //    Decode with AVX512-VNNI: x is quantized per block of kInt8Block = 64
@@ -23,8 +30,8 @@
 //    results are summed in float: |error| <= Σ_blocks sx/2 · Σ|q s| on top
 //    of the weight rounding. Without VNNI (AVX-512 or AVX2) decode is the
 //    exact dequantize-FMA path (int8 -> float, FMA with float x, s applied
-//    once per row). Prefill feeds the integers (exact in bf16) to oneDNN and
-//    applies s per column, adding only the bf16 rounding of x.
+//    once per row). bf16 prefill feeds the integers (exact in bf16) to
+//    oneDNN and applies s per column, adding only the bf16 rounding of x.
 // Padding: every row is zero-padded to a multiple of 64 elements so the
 // kernels have no tails; weight_bytes() counts the padded rows plus scales.
 #pragma once
@@ -61,6 +68,11 @@ constexpr int kGemvMaxRows = 4;
 constexpr int kInt8Block = 64;
 
 struct PackedWeight;  // kernel layout, see linear_internal.h
+
+// Whether prefill runs bf16 matmuls (oneDNN 2.6 has them from AVX-512 on;
+// XFT_ISA=avx2 caps oneDNN too). Without them bf16/f16/int8 prefill widens
+// weight tiles to float and runs f32 matmuls: exact weights, float x.
+bool onednn_bf16_matmul_available();
 
 class Linear {
  public:

@@ -68,6 +68,8 @@ const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBu
 void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // Prefill: returns false when oneDNN cannot run this shape (caller falls back).
+// Uses bf16 matmul when onednn_bf16_matmul_available() (declared in linear.h),
+// else float tiles and f32 matmul.
 bool matmul_onednn(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool);
 
 }  // namespace xft::engine

@@ -37,7 +37,17 @@ constexpr int kTileRows = 256;   // f16/int8 rows converted per oneDNN call
 constexpr int kColumnAlign = 64;  // per-thread column slices start on multiples of this
 
 dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = [] {
+    // XFT_ISA=avx2 emulates an AVX2-only machine for oneDNN too; this only
+    // takes effect before oneDNN's first primitive, hence here.
+    if (active_isa() < Isa::avx512) {
+      try {
+        dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+      } catch (const dnnl::error&) {
+      }
+    }
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
@@ -123,6 +133,20 @@ void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float*
   }
 }
 
+// Any non-f32 rows [r0, r0 + rows) as float into dst [rows][ld] (exact:
+// int8 tiles hold the integers, the scale is applied to the output).
+void convert_tile_f32(const PackedWeight& w, int r0, int rows, float* dst) {
+  const size_t count = static_cast<size_t>(rows) * w.ld;
+  if (w.format == WeightFormat::bf16) {
+    bf16_to_f32(w.row<uint16_t>(r0), dst, count);
+  } else if (w.format == WeightFormat::f16) {
+    f16_to_f32(w.row<uint16_t>(r0), dst, count);
+  } else {
+    const int8_t* src = w.row<int8_t>(r0);
+    for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+  }
+}
+
 void columns_for_thread(int out, int tid, int n_threads, int* begin, int* end) {
   const int per = (out + n_threads - 1) / n_threads;
   const int chunk = (per + kColumnAlign - 1) / kColumnAlign * kColumnAlign;
@@ -142,10 +166,48 @@ void finish_columns(const PackedWeight& w, int m, float* y, int c0, int c1, bool
   }
 }
 
+// Without bf16 matmul: weight tiles widened to float, float x, f32 matmul.
+bool matmul_f32_tiles(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
+  std::atomic<bool> ok{true};
+  pool.run([&](int tid, int n_threads) {
+    int c0, c1;
+    columns_for_thread(w.out, tid, n_threads, &c0, &c1);
+    if (c0 >= c1) return;
+    try {
+      ThreadState& ts = thread_state();
+      ts.tile.resize(static_cast<size_t>(kTileRows) * w.ld * sizeof(float));
+      for (int t0 = c0; t0 < c1; t0 += kTileRows) {
+        const int rows = std::min(kTileRows, c1 - t0);
+        convert_tile_f32(w, t0, rows, ts.tile.as<float>());
+        run_matmul(ts, dt::f32, dt::f32, x, m, w.in, w.in, ts.tile.as<float>(), rows, w.ld, y + t0, w.out);
+      }
+      finish_columns(w, m, y, c0, c1, w.format == WeightFormat::int8);
+    } catch (const dnnl::error&) {
+      ok.store(false);
+    }
+  });
+  return ok.load();
+}
+
 }  // namespace
+
+bool onednn_bf16_matmul_available() {
+  // oneDNN 2.6 has no bf16 matmul below AVX-512 (or when capped to AVX2).
+  static const bool available = [] {
+    try {
+      omp_set_num_threads(1);
+      cached_matmul(dt::bf16, dt::bf16, 8, 64, 16, 64, 64, 16);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
 
 bool matmul_onednn(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   const bool f32 = w.format == WeightFormat::f32;
+  if (!f32 && !onednn_bf16_matmul_available()) return matmul_f32_tiles(w, x, m, y, pool);
   // Activations: float as they are for f32 weights, else padded bf16 rows.
   thread_local AlignedBuffer staged_x;
   const void* a = x;

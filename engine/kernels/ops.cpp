@@ -198,6 +198,13 @@ void softmax(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }
 
+float max_value(const float* x, int n) {
+  if (use_avx512()) return max_avx512(x, n);
+  float best = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; ++i) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
 int argmax(const float* x, int n) {
   if (n <= 0) return -1;
   if (use_avx512()) return argmax_avx512(x, n);

@@ -81,6 +81,8 @@ void scale(float* x, float factor, size_t n);
 float exp_shift_sum(float* x, int n, float shift);
 // Numerically stable, in place; returns nothing for n == 0.
 void softmax(float* x, int n);
+// Largest value, NaN ignored; -inf for n == 0.
+float max_value(const float* x, int n);
 // Index of the largest value (first one on ties, NaN ignored); -1 for n == 0.
 int argmax(const float* x, int n);
 // The k largest values with their indices, sorted by value descending

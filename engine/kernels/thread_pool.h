@@ -3,7 +3,7 @@
 // briefly on a generation counter before they sleep on a futex.
 //
 // The calling thread is worker 0 and takes part in every region, so a pool of
-// size N starts N-1 threads. When `cpus` is given, worker i is pinned to
+// size N starts N-1 threads. One thread at a time may call run/parallel_for. When `cpus` is given, worker i is pinned to
 // cpus[i] (the constructing thread, which is expected to be the one calling
 // parallel_for, is pinned to cpus[0]).
 //

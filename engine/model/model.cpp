@@ -4,6 +4,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 #include <cstring>
 #include <string>
 
@@ -216,10 +218,29 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   embed_bf16_ = std::move(embed->bf16);
   embed_f32_ = std::move(embed->f32);
 
-  for (int i = 0; i < c.layers; ++i) {
-    auto layer = load_layer(weights, i);
-    if (!layer) return layer.error();
-    layers_.push_back(std::move(*layer));
+  // Layers load in parallel: generating fake weights and packing are
+  // CPU-bound, and both weight sources are safe to read from many threads.
+  // Each loader prefers the rank's NUMA node, as this thread does.
+  layers_.resize(c.layers);
+  std::vector<std::optional<Error>> errors(c.layers);
+  const int loaders = std::max(1, std::min(pool_->size(), c.layers));
+  auto load_every = [&](int first) {
+    prefer_numa_node_of(pool_->cpus());
+    for (int i = first; i < c.layers; i += loaders) {
+      auto layer = load_layer(weights, i);
+      if (layer) {
+        layers_[i] = std::move(*layer);
+      } else {
+        errors[i] = layer.error();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < loaders; ++t) threads.emplace_back(load_every, t);
+  load_every(0);
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) return *e;
   }
 
   auto ln_f = read_vector(weights, names.ln_f);

@@ -1,6 +1,8 @@
 // Loading a Hugging Face tokenizer.json (Qwen2/2.5/3) and converting one to
 // Qwen1's qwen.tiktoken.
 #include <algorithm>
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/byte_level.h"
@@ -42,14 +44,15 @@ Expected<bool> read_normalizer(const json& root, const std::string& source) {
 Expected<void> check_pre_tokenizer(const json& root, const std::string& source) {
   const json* p = root.contains("pre_tokenizer") ? &root["pre_tokenizer"] : nullptr;
   std::vector<const json*> steps;
-  if (p && p->is_object() && p->value("type", "") == "Sequence" && (*p)["pretokenizers"].is_array())
+  if (p && p->is_object() && p->value("type", "") == "Sequence" && p->contains("pretokenizers") &&
+      (*p)["pretokenizers"].is_array())
     for (const json& s : (*p)["pretokenizers"]) steps.push_back(&s);
   else if (p && p->is_object())
     steps.push_back(p);
   bool has_split = false, has_byte_level = false;
   for (const json* s : steps) {
-    const std::string type = s->value("type", "");
-    if (type == "Split" && (*s)["pattern"].is_object() &&
+    const std::string type = s->is_object() ? s->value("type", "") : "";
+    if (type == "Split" && s->contains("pattern") && (*s)["pattern"].is_object() &&
         (*s)["pattern"].value("Regex", "") == kQwenSplitPattern &&
         s->value("behavior", "") == "Isolated" && !s->value("invert", false))
       has_split = true;
@@ -177,31 +180,12 @@ Expected<void> read_added_tokens(const json& root, const std::string& source, To
   return {};
 }
 
-}  // namespace
-
-Expected<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& text, const std::string& source) {
-  // Cut the two huge members out so that nlohmann::json only sees the rest.
-  bool bad = false;
-  const json_scan::Span model_span = json_scan::find_member(text, 0, "model", bad);
-  json_scan::Span vocab_span, merges_span;
-  if (model_span.found()) {
-    vocab_span = json_scan::find_member(text, model_span.begin, "vocab", bad);
-    if (!bad) merges_span = json_scan::find_member(text, model_span.begin, "merges", bad);
-  }
-  std::string rest;
-  if (!bad && vocab_span.found() && merges_span.found()) {
-    const bool vocab_first = vocab_span.begin < merges_span.begin;
-    const json_scan::Span& first = vocab_first ? vocab_span : merges_span;
-    const json_scan::Span& second = vocab_first ? merges_span : vocab_span;
-    rest.reserve(text.size() - (first.end - first.begin) - (second.end - second.begin) + 4);
-    rest.append(text, 0, first.begin) += vocab_first ? "{}" : "[]";
-    rest.append(text, first.end, second.begin - first.end) += vocab_first ? "[]" : "{}";
-    rest.append(text, second.end);
-  }
-  // Malformed or unusual files go through nlohmann whole, for its error message.
-  Expected<json> parsed = parse_json(rest.empty() ? text : rest, source);
-  if (!parsed) return parsed.error();
-  const json& root = *parsed;
+// Everything but the DOM parse: the checks on the small members (via `root`)
+// and the scans of the two big ones (via their spans in `text`).
+Expected<std::shared_ptr<TokenizerData>> data_from_parsed(const json& root, std::string_view text,
+                                                          const json_scan::Span& vocab_span,
+                                                          const json_scan::Span& merges_span,
+                                                          const std::string& source) {
   if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
     return json_error(source, "model", "missing; not a Hugging Face tokenizer.json");
   const json& model = root["model"];
@@ -228,7 +212,43 @@ Expected<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& text, cons
   if (Expected<void> r = read_added_tokens(root, source, *data); !r) return r.error();
   if (std::string problem = finish_tokenizer_data(*data); !problem.empty())
     return make_error(source + ": " + problem);
-  return Tokenizer(std::move(data));
+  return data;
+}
+
+}  // namespace
+
+Expected<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& text, const std::string& source) {
+  // Cut the two huge members out so that nlohmann::json only sees the rest.
+  bool bad = false;
+  const json_scan::Span model_span = json_scan::find_member(text, 0, "model", bad);
+  json_scan::Span vocab_span, merges_span;
+  if (model_span.found()) {
+    vocab_span = json_scan::find_member(text, model_span.begin, "vocab", bad);
+    if (!bad) merges_span = json_scan::find_member(text, model_span.begin, "merges", bad);
+  }
+  std::string rest;
+  if (!bad && vocab_span.found() && merges_span.found()) {
+    const bool vocab_first = vocab_span.begin < merges_span.begin;
+    const json_scan::Span& first = vocab_first ? vocab_span : merges_span;
+    const json_scan::Span& second = vocab_first ? merges_span : vocab_span;
+    rest.reserve(text.size() - (first.end - first.begin) - (second.end - second.begin) + 4);
+    rest.append(text, 0, first.begin) += vocab_first ? "{}" : "[]";
+    rest.append(text, first.end, second.begin - first.end) += vocab_first ? "[]" : "{}";
+    rest.append(text, second.end);
+  }
+  // Malformed or unusual files go through nlohmann whole, for its error message.
+  Expected<json> parsed = parse_json(rest.empty() ? text : rest, source);
+  if (!parsed) return parsed.error();
+  // Fields of the wrong JSON type make nlohmann::json throw; report them as
+  // this file's error rather than let them escape.
+  try {
+    Expected<std::shared_ptr<TokenizerData>> data =
+        data_from_parsed(*parsed, text, vocab_span, merges_span, source);
+    if (!data) return data.error();
+    return Tokenizer(std::move(*data));
+  } catch (const json::exception& e) {
+    return make_error(source + ": unexpected JSON structure (" + e.what() + ")");
+  }
 }
 
 namespace {

@@ -39,7 +39,7 @@ PY
   xft model check "$out"
   assert_eq 0 "$RC" "model check $name exit code ($ERR)"
 done
-assert_eq "$TEST_TMP/qwen2-tiny-s7: Qwen2ForCausalLM, 2 layers, hidden 64, heads 4 (kv 2, head_dim 16), intermediate 176, vocab 151936, tied embeddings, 26 tensors, 19.20 MiB: OK" \
+assert_eq "$TEST_TMP/qwen3-tiny-s11: Qwen3ForCausalLM, 2 layers, hidden 64, heads 4 (kv 2, head_dim 32), intermediate 128, vocab 151936, tied embeddings, 24 tensors, 18.74 MiB: OK" \
   "$OUT" "model check output"
 ls "$TEST_TMP" | grep -q xftctl-tmp && fail "a temp folder was left behind"
 

@@ -187,9 +187,15 @@ assert_eq "" "$leftover_ns$leftover_links" "namespaces or links left by stop"
 [[ ! -e /run/xftctl-test-cluster/$run_id ]] || fail "registry entry left by stop"
 
 step "leftovers of a crashed run are cleaned up by the next start"
-(bash "$CLUSTER_SH" start "$TEST_TMP/crashed" -n 2 --owner "$BASHPID" >/dev/null 2>&1)
+sleep 600 &
+crashed_owner=$!
+bash "$CLUSTER_SH" start "$TEST_TMP/crashed" -n 2 --owner "$crashed_owner" >/dev/null 2>&1
 crashed_id=$(cat "$TEST_TMP/crashed/run.id")
 [[ -n $(ip netns list | grep "^xft$crashed_id" || true) ]] || fail "crashed run has no namespaces to clean"
+bash "$CLUSTER_SH" cleanup 2>/dev/null
+[[ -n $(ip netns list | grep "^xft$crashed_id" || true) ]] || fail "cleanup removed a run whose owner lives"
+kill "$crashed_owner"
+wait "$crashed_owner" 2>/dev/null || true
 bash "$CLUSTER_SH" cleanup 2>/dev/null
 [[ -z $(ip netns list | grep "^xft$crashed_id" || true) ]] || fail "cleanup left the crashed run's namespaces"
 [[ -z $(ip -o link show | grep "xft$crashed_id" || true) ]] || fail "cleanup left the crashed run's links"

@@ -40,7 +40,9 @@ print(f"logits ok: worst {worst:.2e} <= {tol:.2e}")
 PY
 
 # 2. --prompt --raw --greedy streams the reference's greedy continuation.
-text=$("$XFTCTL" tokenize --model "$tmp/m" --decode <<<"[$prompt_ids]")
+# (the x keeps the prompt's final newline from $(...))
+text=$("$XFTCTL" tokenize --model "$tmp/m" --decode <<<"[$prompt_ids]"; echo x)
+text=${text%x}
 expected=$(python3 -c "import json,sys; print(','.join(str(g['id']) for g in json.load(open(sys.argv[1]))['cases'][0]['greedy'][:8]))" "$golden")
 expected_text=$("$XFTCTL" tokenize --model "$tmp/m" --decode <<<"[$expected]")
 answer=$("$XFTCTL" run qwen --model "$tmp/m" --dtype fp32 --kv-dtype fp16 --raw --greedy \

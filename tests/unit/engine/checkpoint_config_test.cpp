@@ -16,7 +16,7 @@ ModelConfig parse_golden(const std::string& name) {
   return config ? *config : ModelConfig{};
 }
 
-TEST(Config, Qwen1Golden) {
+TEST(CheckpointConfig, Qwen1Golden) {
   ModelConfig c = parse_golden("qwen1-tiny-s5");
   EXPECT_EQ(c.arch, Architecture::qwen1);
   EXPECT_EQ(c.architecture_name, "QWenLMHeadModel");
@@ -38,7 +38,7 @@ TEST(Config, Qwen1Golden) {
   EXPECT_EQ(c.bos_id, -1);
 }
 
-TEST(Config, Qwen2Golden) {
+TEST(CheckpointConfig, Qwen2Golden) {
   ModelConfig c = parse_golden("qwen2-tiny-s7");
   EXPECT_EQ(c.arch, Architecture::qwen2);
   EXPECT_EQ(c.hidden, 64);
@@ -57,7 +57,7 @@ TEST(Config, Qwen2Golden) {
   EXPECT_EQ(c.bos_id, 151643);
 }
 
-TEST(Config, Qwen3Golden) {
+TEST(CheckpointConfig, Qwen3Golden) {
   ModelConfig c = parse_golden("qwen3-tiny-s11");
   EXPECT_EQ(c.arch, Architecture::qwen3);
   EXPECT_EQ(c.heads, 4);
@@ -69,7 +69,7 @@ TEST(Config, Qwen3Golden) {
   EXPECT_TRUE(c.tie_embeddings);
 }
 
-TEST(Config, Qwen2AlwaysHasQkvBias) {
+TEST(CheckpointConfig, Qwen2AlwaysHasQkvBias) {
   auto c = parse_config(R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":64,
     "intermediate_size":128,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10,
     "attention_bias":false})", "config.json");
@@ -81,7 +81,7 @@ TEST(Config, Qwen2AlwaysHasQkvBias) {
   EXPECT_EQ(c->max_positions, 32768);
 }
 
-TEST(Config, EosFromConfigAndGenerationConfig) {
+TEST(CheckpointConfig, EosFromConfigAndGenerationConfig) {
   TempDir dir;
   write_text(dir / "config.json", golden("qwen2-tiny-s7")["config"].dump());
   write_text(dir / "generation_config.json", R"({"eos_token_id":[151643,151645],"bos_token_id":1})");
@@ -100,9 +100,9 @@ struct BadConfig {
   std::string message;
 };
 
-class ConfigErrors : public ::testing::TestWithParam<BadConfig> {};
+class CheckpointConfigErrors : public ::testing::TestWithParam<BadConfig> {};
 
-TEST_P(ConfigErrors, OneLineNamingTheField) {
+TEST_P(CheckpointConfigErrors, OneLineNamingTheField) {
   auto c = parse_config(GetParam().json, "m/config.json");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().message, GetParam().message);
@@ -111,7 +111,7 @@ TEST_P(ConfigErrors, OneLineNamingTheField) {
 const std::string kQwen2 = R"("architectures":["Qwen2ForCausalLM"],"num_hidden_layers":1,"vocab_size":10,"intermediate_size":8)";
 
 INSTANTIATE_TEST_SUITE_P(
-    Checkpoint, ConfigErrors,
+    Checkpoint, CheckpointConfigErrors,
     ::testing::Values(
         BadConfig{R"({"architectures":["LlamaForCausalLM"]})",
                   "m/config.json: architectures: architecture LlamaForCausalLM is not supported "
@@ -147,13 +147,13 @@ INSTANTIATE_TEST_SUITE_P(
                              "column 6: syntax error while parsing value - unexpected end of input; expected '[', "
                              "'{', or a literal)"}));
 
-TEST(Config, MissingConfigJson) {
+TEST(CheckpointConfig, MissingConfigJson) {
   TempDir dir;
   EXPECT_EQ(load_config(dir.path()).error().message,
             dir / "config.json" + ": missing (is " + dir.path() + " a Hugging Face model directory?)");
 }
 
-TEST(Presets, RealModelShapes) {
+TEST(CheckpointPresets, RealModelShapes) {
   struct Row {
     const char* name;
     int hidden, layers, heads, kv_heads, head_dim, intermediate, vocab;
@@ -188,7 +188,7 @@ TEST(Presets, RealModelShapes) {
   EXPECT_TRUE(fake_model_config("qwen-72b")->qkv_bias);
 }
 
-TEST(Presets, ConfigFileOrDirectoryOrError) {
+TEST(CheckpointPresets, ConfigFileOrDirectoryOrError) {
   TempDir dir;
   write_text(dir / "config.json", golden("qwen3-tiny-s11")["config"].dump());
   EXPECT_EQ(fake_model_config(dir / "config.json")->head_dim, 32);

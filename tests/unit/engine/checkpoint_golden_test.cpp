@@ -19,7 +19,7 @@ namespace {
 using namespace xft::engine::testing;
 
 // Each golden model is generated once for all tests of the suite (a 20 MB write).
-class GoldenModel : public ::testing::TestWithParam<std::string> {
+class CheckpointGolden : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() { root_ = new fs::path(make_root()); }
   static void TearDownTestSuite() {
@@ -50,19 +50,19 @@ class GoldenModel : public ::testing::TestWithParam<std::string> {
   std::string model_dir_;
 };
 
-fs::path* GoldenModel::root_ = nullptr;
+fs::path* CheckpointGolden::root_ = nullptr;
 
-TEST_P(GoldenModel, SafetensorsIsBitExact) {
+TEST_P(CheckpointGolden, SafetensorsIsBitExact) {
   auto digest = sha256_file(model_dir_ + "/model.safetensors");
   ASSERT_TRUE(digest.ok()) << digest.error().message;
   EXPECT_EQ(*digest, golden_["model_safetensors_sha256"].get<std::string>());
 }
 
-TEST_P(GoldenModel, ConfigJsonEqualsGolden) {
+TEST_P(CheckpointGolden, ConfigJsonEqualsGolden) {
   EXPECT_EQ(nlohmann::json::parse(read_text(model_dir_ + "/config.json")), golden_["config"]);
 }
 
-TEST_P(GoldenModel, TensorOrderEqualsGolden) {
+TEST_P(CheckpointGolden, TensorOrderEqualsGolden) {
   auto config = load_config(model_dir_);
   ASSERT_TRUE(config.ok()) << config.error().message;
   std::vector<std::string> names;
@@ -79,7 +79,7 @@ TEST_P(GoldenModel, TensorOrderEqualsGolden) {
   }
 }
 
-TEST_P(GoldenModel, FileWeightsEqualFakeWeights) {
+TEST_P(CheckpointGolden, FileWeightsEqualFakeWeights) {
   auto file = open_checkpoint(model_dir_);
   ASSERT_TRUE(file.ok()) << file.error().message;
   auto fake = make_fake_weights((*file)->config(), spec_.seed);
@@ -96,7 +96,7 @@ TEST_P(GoldenModel, FileWeightsEqualFakeWeights) {
   EXPECT_EQ((*file)->bytes_read(), fake->bytes_read());
 }
 
-TEST_P(GoldenModel, SlicesEqualTheFullRead) {
+TEST_P(CheckpointGolden, SlicesEqualTheFullRead) {
   auto source = open_checkpoint(model_dir_);
   ASSERT_TRUE(source.ok()) << source.error().message;
   const WeightSource& w = **source;
@@ -122,14 +122,14 @@ TEST_P(GoldenModel, SlicesEqualTheFullRead) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Checkpoint, GoldenModel, ::testing::ValuesIn(golden_names()),
+INSTANTIATE_TEST_SUITE_P(Checkpoint, CheckpointGolden, ::testing::ValuesIn(golden_names()),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 
-TEST(TestModel, ValuesFollowTheRule) {
+TEST(CheckpointTestModel, ValuesFollowTheRule) {
   // Hand-computed from the rule in shared/README.md for seed 7, q_proj of layer 0:
   // h = fnv1a64("7:model.layers.0.self_attn.q_proj.weight"), x = splitmix64(h + 0).
   uint64_t h = test_tensor_hash(7, "model.layers.0.self_attn.q_proj.weight");
@@ -147,10 +147,10 @@ TEST(TestModel, ValuesFollowTheRule) {
     EXPECT_LE(std::abs(linear), 1.7321f / 8.0f);
   }
   EXPECT_EQ(test_value_bf16(h, 3, TensorRole::embedding, 1),
-            f32_to_bf16(test_value_f32(h, 3, TensorRole::embedding, 1)));
+            f32_to_bf16_bits(test_value_f32(h, 3, TensorRole::embedding, 1)));
 }
 
-TEST(TestModel, WritesConfigWeightsAndGenerationConfig) {
+TEST(CheckpointTestModel, WritesConfigWeightsAndGenerationConfig) {
   TempDir dir;
   TestModelSpec spec;
   spec.arch = Architecture::qwen2;
@@ -178,7 +178,7 @@ TEST(TestModel, WritesConfigWeightsAndGenerationConfig) {
   EXPECT_EQ(entries, 0);
 }
 
-TEST(TestModel, RefusesANonEmptyDirectoryUnlessReplacing) {
+TEST(CheckpointTestModel, RefusesANonEmptyDirectoryUnlessReplacing) {
   TempDir dir;
   TestModelSpec spec;
   spec.vocab = 16;
@@ -198,7 +198,7 @@ TEST(TestModel, RefusesANonEmptyDirectoryUnlessReplacing) {
   EXPECT_TRUE(fs::exists(dir / "m/model.safetensors"));
 }
 
-TEST(TestModel, RejectsImpossibleShapes) {
+TEST(CheckpointTestModel, RejectsImpossibleShapes) {
   TestModelSpec spec;
   spec.arch = Architecture::qwen1;
   spec.intermediate = 175;

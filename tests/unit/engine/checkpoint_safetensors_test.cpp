@@ -249,7 +249,7 @@ TEST_F(BadCheckpoint, ShardedCheckpoint) {
   EXPECT_EQ(open_error(), model_ + "/model-00003-of-00002.safetensors: missing (no such file)");
 }
 
-TEST(FakeWeights, LargePresetGeneratesOnlyTheSlice) {
+TEST(CheckpointFakeWeights, LargePresetGeneratesOnlyTheSlice) {
   auto config = fake_model_config("qwen2.5-72b");
   ASSERT_TRUE(config.ok());
   auto fake = make_fake_weights(*config, 1);
@@ -264,12 +264,12 @@ TEST(FakeWeights, LargePresetGeneratesOnlyTheSlice) {
   EXPECT_EQ((*rows)[383], test_value_bf16(hash, 152063ull * 8192 + 8191, TensorRole::embedding, 8192));
 }
 
-TEST(Conversions, Bf16RoundsToNearestEven) {
-  EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(f32_to_bf16(bf16_to_f32(0x3F80) + 0x1p-8f), 0x3F80);   // tie -> even (down)
-  EXPECT_EQ(f32_to_bf16(bf16_to_f32(0x3F81) + 0x1p-8f), 0x3F82);   // tie -> even (up)
-  EXPECT_EQ(f32_to_bf16(bf16_to_f32(0x3F80) + 0x1.8p-8f), 0x3F81); // above half -> up
-  EXPECT_EQ(bf16_to_f32(0xC020), -2.5f);
+TEST(CheckpointConversions, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(f32_to_bf16_bits(1.0f), 0x3F80);
+  EXPECT_EQ(f32_to_bf16_bits(bf16_bits_to_f32(0x3F80) + 0x1p-8f), 0x3F80);   // tie -> even (down)
+  EXPECT_EQ(f32_to_bf16_bits(bf16_bits_to_f32(0x3F81) + 0x1p-8f), 0x3F82);   // tie -> even (up)
+  EXPECT_EQ(f32_to_bf16_bits(bf16_bits_to_f32(0x3F80) + 0x1.8p-8f), 0x3F81); // above half -> up
+  EXPECT_EQ(bf16_bits_to_f32(0xC020), -2.5f);
 }
 
 }  // namespace

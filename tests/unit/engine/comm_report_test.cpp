@@ -96,7 +96,9 @@ TEST(CommReport, OnecclTableHasTheDemoColumns) {
     EXPECT_EQ(rows[1][5], "1.50");
     EXPECT_EQ(rows[1][6], "3");
     EXPECT_EQ(rows[1][8], "2@node-b");
-    if (compare) EXPECT_EQ(rows[3][9], "2.00");
+    if (compare) {
+      EXPECT_EQ(rows[3][9], "2.00");
+    }
     // The block header names the process count as the oneCCL benchmark does.
     bool processes = false;
     for (const auto& l : text) processes = processes || l == "# #processes: 4";

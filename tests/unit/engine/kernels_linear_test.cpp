@@ -59,15 +59,18 @@ std::vector<double> effective_weight(const std::vector<float>& w, int out, int i
   return e;
 }
 
-// Relative error bound (times Σ|x_i w_i|) of the path `forward` takes.
+// Relative error bound (times Σ|x_i w_i|) of the path `forward` takes:
+// decode with vdpbf16ps and bf16 prefill round x to bf16 (2^-9 relative);
+// f16 prefill also rounds the weight to bf16; everything else is exact up
+// to float accumulation.
 double tolerance(WeightFormat f, Isa isa, int m, int in) {
   const bool onednn = m > kGemvMaxRows && isa != Isa::scalar;
-  const bool bf16_x = (f == WeightFormat::bf16 && (onednn || (isa == Isa::avx512 && cpu_features().avx512_bf16))) ||
-                      (onednn && f != WeightFormat::f32);
+  const bool bf16_prefill = onednn && f != WeightFormat::f32 && onednn_bf16_matmul_available();
+  const bool bf16_decode = !onednn && f == WeightFormat::bf16 && isa == Isa::avx512 && cpu_features().avx512_bf16;
   const double accumulate = 2.0 * in * 6e-8 + 1e-6;
   double rounding = 0;
-  if (bf16_x) rounding = std::ldexp(1.0, -8);
-  if (onednn && f == WeightFormat::f16) rounding = std::ldexp(1.0, -7);
+  if (bf16_prefill || bf16_decode) rounding = std::ldexp(1.0, -8);
+  if (bf16_prefill && f == WeightFormat::f16) rounding = std::ldexp(1.0, -7);
   return rounding + accumulate;
 }
 
@@ -149,8 +152,8 @@ TEST(KernelsLinear, LargeShapeBothPathsAgreeWithReference) {
   std::mt19937 rng(99);
   ThreadPool pool(2);
   for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8}) {
-    check_linear(format, best_isa(), 896, 1000, 1, true, pool, rng);
-    check_linear(format, best_isa(), 896, 1000, 33, false, pool, rng);
+    check_linear(format, active_isa(), 896, 1000, 1, true, pool, rng);
+    check_linear(format, active_isa(), 896, 1000, 33, false, pool, rng);
     if (HasFatalFailure()) return;
   }
 }
@@ -168,7 +171,8 @@ TEST(KernelsLinear, DecodeKernelChunksLargeBatchesAndPrefillPathServesSmallOnes)
   for (int i = 0; i < 9; ++i) {
     linear.forward(x.data() + size_t(i) * in, 1, single.data(), pool);
     for (int r = 0; r < out; ++r) {
-      EXPECT_FLOAT_EQ(gemv[size_t(i) * out + r], single[r]) << i << "," << r;
+      // m = 1 streams one row at a time, m = 4 four rows: another summation order.
+      EXPECT_NEAR(gemv[size_t(i) * out + r], single[r], 1e-5) << i << "," << r;
       EXPECT_NEAR(matmul[size_t(i) * out + r], single[r], 1e-4) << i << "," << r;
     }
   }

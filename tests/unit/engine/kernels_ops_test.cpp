@@ -199,7 +199,7 @@ TEST(KernelsOps, ExpShiftSumIsAccurateOverTheFloatRange) {
     const float sum = exp_shift_sum(y.data(), int(y.size()), 1.5f);
     double ref_sum = 0;
     for (size_t i = 0; i < x.size(); ++i) {
-      const double ref = std::exp(double(x[i]) - 1.5);
+      const double ref = std::exp(double(x[i] - 1.5f));  // the shift is applied in float
       ref_sum += ref;
       if (ref < 1e-37) {
         ASSERT_LE(y[i], 1e-37) << x[i];  // underflow region: zero or tiny

@@ -56,14 +56,16 @@ TEST(KernelsThreadPool, NestedRegionsRunInline) {
 TEST(KernelsThreadPool, WorkersArePinnedToTheGivenCpus) {
   cpu_set_t original;
   ASSERT_EQ(sched_getaffinity(0, sizeof(original), &original), 0);
+  int cpu = 0;  // the first cpu this process may use
+  while (!CPU_ISSET(cpu, &original)) ++cpu;
   std::vector<std::atomic<int>> seen_cpu(2);
   {
-    ThreadPool pool(2, {0, 0});
+    ThreadPool pool(2, {cpu, cpu});
     pool.run([&](int tid, int) {
       cpu_set_t set;
       CPU_ZERO(&set);
       ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-      seen_cpu[tid] = CPU_COUNT(&set) == 1 && CPU_ISSET(0, &set) ? 1 : 0;
+      seen_cpu[tid] = CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set) ? 1 : 0;
     });
   }
   // The constructor pinned this (calling) thread too; undo it for later tests.

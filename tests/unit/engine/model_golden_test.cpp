@@ -286,6 +286,47 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// 6 query heads over 2 KV heads (groups of 3) on 3 and 4 ranks: splits of
+// 2,2,2 and 2,2,1,1 heads where a rank's heads straddle two KV heads, the
+// uneven case (Qwen2.5-0.5B's 14 heads on 4 ranks) in miniature.
+TEST(TensorParallelUneven, HeadsStraddlingKvGroupsMatchOneRank) {
+  Golden g = load_golden("qwen2-tiny-s7");  // its prompts and tolerance
+  TestModelSpec spec;
+  spec.arch = Architecture::qwen2;
+  spec.seed = 3;
+  spec.hidden = 96;
+  spec.heads = 6;
+  spec.kv_heads = 2;
+  spec.head_dim = 16;
+  spec.intermediate = 100;
+  auto config = test_model_config(spec);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  g.config = *config;
+  auto weights = make_fake_weights(g.config, spec.seed);
+  const RunResult single = run_split(g, WeightFormat::f32, 1, 0, nullptr, *weights);
+  ASSERT_FALSE(single.prompt_logits.empty());
+  double mean = 0.0, square = 0.0;
+  for (float v : single.prompt_logits) mean += v;
+  mean /= single.prompt_logits.size();
+  for (float v : single.prompt_logits) square += (v - mean) * (v - mean);
+  const double spread = std::sqrt(square / single.prompt_logits.size());
+  for (int tp : {3, 4}) {
+    std::vector<RunResult> results(tp);
+    testing::run_ranks(tp, [&](int rank, Communicator& comm) {
+      results[rank] = run_split(g, WeightFormat::f32, tp, rank, &comm, *weights);
+    });
+    double worst = 0.0;
+    for (size_t i = 0; i < single.prompt_logits.size(); ++i) {
+      worst = std::max(worst, std::abs(double(results[0].prompt_logits[i]) - single.prompt_logits[i]));
+    }
+    // As in TensorParallel: half the golden tolerance relative to the logits' spread.
+    EXPECT_LT(worst, 0.5 * 1e-3 * spread) << tp << " ranks";
+    EXPECT_GT(spread, 1.0);
+    EXPECT_EQ(results[0].generated, single.generated) << tp << " ranks";
+    EXPECT_EQ(results[tp - 1].generated, single.generated) << tp << " ranks";
+  }
+}
+
 TEST(ModelErrors, ContextOverflowAndBadTokenIdsAreOneLineErrors) {
   Golden g = load_golden("qwen2-tiny-s7");
   auto weights = make_fake_weights(g.config, g.seed);

@@ -212,7 +212,7 @@ TEST(TokenizerLoad, VocabularyAndMergeErrorsNameTheField) {
             "m/tokenizer.json: pre_tokenizer: expected Qwen's Split regex and a ByteLevel step, found null");
 
   std::string json = tiny_tokenizer_json({}, nlohmann::json::array());
-  json.replace(json.find("\"!\": 33"), 8, "\"!\": \"x\"");
+  json.replace(json.find("\"!\": 33"), 7, "\"!\": \"x\"");
   tok = Tokenizer::from_tokenizer_json(json, "m/tokenizer.json");
   ASSERT_FALSE(tok);
   EXPECT_EQ(tok.error().message, "m/tokenizer.json: model.vocab[\"!\"]: id is not a small non-negative integer");
