@@ -7,9 +7,9 @@ packages=(
   libssh-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libkainjow-mustache-dev libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin
   libnuma-dev numactl libdnnl-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
-  jq
+  jq libssl-dev
 )
 missing=()
 for p in "${packages[@]}"; do

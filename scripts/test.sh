@@ -12,3 +12,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXFT_SANITIZE=ON \
 cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L unit --output-on-failure -j2)
+
+# Bounded fuzzing of the safetensors header and config.json parsers.
+bash tests/fuzz/run.sh 15
