@@ -14,9 +14,14 @@ SRC=${XFT_SOURCE_DIR:?set XFT_SOURCE_DIR}
 CLUSTER=$SRC/tests/cluster/cluster.sh
 
 work=$(mktemp -d /tmp/xft-launch-test-XXXXXX)
+# Test hosts have their own /tmp, /root and /var/tmp, so ranks there run a copy
+# of the binary from a path every host sees (the build tree may be under /tmp).
+remote_dir=$(mktemp -d /run/xft-launch-bin-XXXXXX)
+cp "$XFTCTL" "$remote_dir/xftctl"
+RANK_XFTCTL=$remote_dir/xftctl
 cleanup() {
   [[ -d $work/cluster ]] && bash "$CLUSTER" stop "$work/cluster" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  rm -rf "$work" "$remote_dir"
 }
 trap cleanup EXIT
 export XDG_CACHE_HOME=$work/cache  # the facts cache of this run only
@@ -119,7 +124,7 @@ expect_contains "cluster: rank map, last host" "3  | h04       | $HOST_H04_ADDR 
 expect_contains "cluster: transport matrix row" "0  -            shm          tcp;ofi_rxm" "$map"
 
 plan=$(planned_cpus "${inv[@]}" topology "${topo[@]}")
-dry=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run -- "$XFTCTL" rank-probe)
+dry=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run -- "$RANK_XFTCTL" rank-probe)
 agent="'ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$kh -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root'"
 expected="mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include $CLUSTER_SUBNET --mca plm_rsh_agent $agent --mca plm_rsh_no_tree_spawn 1"
 rank=0
@@ -128,14 +133,14 @@ for h in h01 h02 h03 h04; do
   for local_rank in 0 1; do
     cpus=$(echo "$plan" | awk -v r=$rank '$1 == r {print $2}')
     ((rank > 0)) && expected+=" :"
-    expected+=" -np 1 -H ${!addr_var}:2 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 numactl -C $cpus -m 0 $XFTCTL rank-probe"
+    expected+=" -np 1 -H ${!addr_var}:2 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 numactl -C $cpus -m 0 $RANK_XFTCTL rank-probe"
     rank=$((rank + 1))
   done
 done
 # Token by token, so a difference points at the token.
 expect_eq "cluster: --dry-run tokens (Open MPI 4.1)" "$(echo "$expected" | tr ' ' '\n')" "$(echo "$dry" | tr ' ' '\n')"
 
-out=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- "$XFTCTL" rank-probe)
+out=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- "$RANK_XFTCTL" rank-probe)
 expected_ranks=$(echo "$plan" | awk '{h = sprintf("h%02d", int($1 / 2) + 1); print $1, h, $2}')
 expect_eq "cluster: 8 ranks on 4 hosts, each on its host with the planned CPUs" \
   "$expected_ranks" "$(echo "$out" | reported_cpus)"
