@@ -9,26 +9,12 @@
 
 #include "engine/kernels/attention.h"
 #include "engine/kernels/cpu_features.h"
+#include "tests/unit/engine/kernels_test_support.h"
 #include "engine/kernels/ops.h"
 
 namespace xft::engine {
 namespace {
 
-class IsaScope {
- public:
-  explicit IsaScope(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
-  ~IsaScope() { set_active_isa(saved_); }
-
- private:
-  Isa saved_;
-};
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> isas{Isa::scalar};
-  if (best_isa() >= Isa::avx2) isas.push_back(Isa::avx2);
-  if (best_isa() >= Isa::avx512) isas.push_back(Isa::avx512);
-  return isas;
-}
 
 float cached(const KvCache& cache, const uint16_t* p) {
   return cache.format() == KvFormat::bf16 ? bf16_to_f32(*p) : f16_to_f32(*p);

@@ -10,27 +10,13 @@
 #include <vector>
 
 #include "engine/kernels/cpu_features.h"
+#include "tests/unit/engine/kernels_test_support.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
 
 namespace xft::engine {
 namespace {
 
-class IsaScope {
- public:
-  explicit IsaScope(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
-  ~IsaScope() { set_active_isa(saved_); }
-
- private:
-  Isa saved_;
-};
-
-std::vector<Isa> available_isas() {
-  std::vector<Isa> isas{Isa::scalar};
-  if (best_isa() >= Isa::avx2) isas.push_back(Isa::avx2);
-  if (best_isa() >= Isa::avx512) isas.push_back(Isa::avx512);
-  return isas;
-}
 
 std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
