@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/rank_launch.h"
 #include "cli/reach_options.h"
 #include "engine/comm/allreduce_bench.h"
 #include "engine/comm/mpi_communicator.h"
@@ -77,14 +78,6 @@ std::vector<std::string> worker_arguments(const BenchFlags& f) {
     args.insert(args.end(), {"--fail-rank", std::to_string(f.fail_rank), "--fail-at", f.fail_at,
                              "--fail-mode", f.fail_mode});
   return args;
-}
-
-std::string self_path() {
-  char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return "xftctl";
-  path[n] = '\0';
-  return path;
 }
 
 // Checks that need no ranks, so a typo fails here and not in N ranks at once.
@@ -178,174 +171,32 @@ int run_worker(const BenchFlags& f) {
 
 // ---- control side ------------------------------------------------------------
 
-void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine& line) {
-  if (line.rank < 0) return;  // mpirun's own lines: summarized by LaunchResult
-  if (line.rank == 0 && !line.is_stderr) {
-    std::fprintf(stdout, "%s\n", line.text.c_str());
-    std::fflush(stdout);
-    return;
-  }
-  std::string host = line.rank < plan.size() ? plan.ranks[size_t(line.rank)].host : "?";
-  std::fprintf(stderr, "[%d %s] %s\n", line.rank, host.c_str(), line.text.c_str());
-  std::fflush(stderr);
-}
-
-int run_through_launcher(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, bool dry_run) {
-  launcher::LaunchSpec spec;
-  spec.plan = plan;
-  spec.mpirun = mpirun;
-  spec.on_output = [&plan](const launcher::OutputLine& line) { print_rank_line(plan, line); };
-  if (dry_run) {
-    auto command = launcher::build_mpirun_command(plan, mpirun);
-    if (!command) {
-      std::fprintf(stderr, "xftctl: bench allreduce: %s\n", command.error().message.c_str());
-      return exit_error;
-    }
-    std::printf("%s\n", launcher::shell_join(*command).c_str());
-    return exit_ok;
-  }
-  auto result = launcher::launch(spec);
-  if (!result) {
-    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", result.error().message.c_str());
-    return exit_error;
-  }
-  if (!result->ok()) {
-    std::fprintf(stderr, "xftctl: bench allreduce failed: %s\n", result->summary().c_str());
-    return exit_host_failed;
-  }
-  return exit_ok;
-}
-
-// More local ranks than cores: the launcher's plan binds each rank to its own
-// cores, so this runs mpirun itself, unbound and oversubscribed (correctness
-// runs and CI; timings there mean little).
-int run_oversubscribed(int ranks, const std::vector<std::string>& command, bool dry_run) {
-  std::string mpirun = "mpirun";
-  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) mpirun = custom;
-  std::vector<std::string> argv{mpirun};
-  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
-  argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
-                           "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
-                           "-np", std::to_string(ranks)});
-  argv.insert(argv.end(), command.begin(), command.end());
-  if (dry_run) {
-    std::printf("%s\n", launcher::shell_join(argv).c_str());
-    return exit_ok;
-  }
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "xftctl: bench allreduce: pipe: %s\n", std::strerror(errno));
-    return exit_error;
-  }
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(err_pipe[1], STDERR_FILENO);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  // Pass mpirun's stderr through and keep it: it names the rank that failed.
-  std::vector<std::string> lines;
-  std::string partial;
-  char buf[8192];
-  for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    std::fwrite(buf, 1, size_t(n), stderr);
-    partial.append(buf, size_t(n));
-    for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1))
-      lines.push_back(partial.substr(0, nl));
-  }
-  close(err_pipe[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  kill(-pid, SIGKILL);  // leftovers of the group, if any
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return exit_ok;
-  auto failure = launcher::find_failed_rank(lines);
-  std::string what = "mpirun exited with " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  // A rank that gave up says why in a line of its own; that names the culprit best.
-  for (const auto& line : lines)
-    if (line.rfind("xftctl: rank ", 0) == 0) {
-      what = line.substr(std::strlen("xftctl: "));
-      break;
-    }
-  if (failure) {
-    what = "rank " + std::to_string(failure->rank) + " (this host) " +
-           (failure->signal ? "was killed by signal " + std::to_string(failure->signal) + " (" +
-                                  strsignal(failure->signal) + ")"
-                            : "exited with code " + std::to_string(failure->exit_code)) +
-           "; mpirun stopped every other rank";
-  }
-  std::fprintf(stderr, "xftctl: bench allreduce failed: %s\n", what.c_str());
-  return exit_host_failed;
-}
-
-int run_local(const BenchFlags& f, const std::vector<std::string>& command) {
-  launcher::PlanOptions options;
-  options.cores_per_rank = f.cores_per_rank;
-  auto plan = launcher::plan_local(f.local, "/", options);
-  if (!plan) {
-    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", plan.error().message.c_str(),
+int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std::string>& command) {
+  PlanFlags plan_flags;
+  plan_flags.local_ranks = f.local;
+  plan_flags.ranks = f.ranks;
+  plan_flags.cores_per_rank = f.cores_per_rank;
+  RankRun run;
+  run.what = "bench allreduce";
+  run.dry_run = f.dry_run;
+  int failure_code = exit_error;
+  auto planned = plan_for(ctx, plan_flags, f.reach, failure_code);
+  if (!planned && f.local > 0) {
+    // More local ranks than cores: still worth a correctness run.
+    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", planned.error().message.c_str(),
                  f.local);
-    return run_oversubscribed(f.local, command, f.dry_run);
+    return run_ranks_oversubscribed(f.local, command, run);
   }
-  auto spec = launcher::mpirun_spec_for(*plan, {}, "", command);
-  if (!spec) {
-    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", spec.error().message.c_str());
+  if (!planned) {
+    std::fprintf(stderr, "xftctl: %s\n", planned.error().message.c_str());
+    return failure_code;
+  }
+  auto mpirun = mpirun_for(*planned, f.reach, command);
+  if (!mpirun) {
+    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", mpirun.error().message.c_str());
     return exit_error;
   }
-  return run_through_launcher(*plan, *spec, f.dry_run);
-}
-
-int run_inventory(const Context& ctx, const BenchFlags& f, const std::vector<std::string>& command) {
-  auto hosts = load_selected_hosts(ctx.inventory_flag, f.reach.hosts);
-  if (!hosts) {
-    std::fprintf(stderr, "xftctl: %s\n", hosts.error().message.c_str());
-    return exit_error;
-  }
-  auto transport = make_ssh_transport(f.reach);
-  auto facts = launcher::gather_facts(*hosts, *transport, {});
-  std::vector<launcher::PlanHost> plan_hosts;
-  bool unreachable = false;
-  for (size_t i = 0; i < hosts->size(); ++i) {
-    if (!facts[i].facts) {
-      std::fprintf(stderr, "xftctl: %s: %s\n", facts[i].host.c_str(), facts[i].facts.error().message.c_str());
-      unreachable = unreachable || facts[i].unreachable;
-      continue;
-    }
-    plan_hosts.push_back(launcher::plan_host_from((*hosts)[i], *facts[i].facts));
-  }
-  if (plan_hosts.size() != hosts->size()) return unreachable ? exit_unreachable : exit_host_failed;
-  launcher::PlanOptions options;
-  options.cores_per_rank = f.cores_per_rank;
-  if (!f.ranks.empty()) {
-    auto ranks = launcher::parse_ranks(f.ranks);
-    if (!ranks) {
-      std::fprintf(stderr, "xftctl: --ranks-per-host: %s\n", ranks.error().message.c_str());
-      return exit_error;
-    }
-    options.ranks = *ranks;
-  }
-  auto plan = launcher::plan_ranks(plan_hosts, options);
-  if (!plan) {
-    std::fprintf(stderr, "xftctl: %s\n", plan.error().message.c_str());
-    return exit_error;
-  }
-  std::string known_hosts = f.reach.known_hosts.empty() ? launcher::default_known_hosts_path() : f.reach.known_hosts;
-  auto spec = launcher::mpirun_spec_for(*plan, *hosts, known_hosts, command);
-  if (!spec) {
-    std::fprintf(stderr, "xftctl: %s\n", spec.error().message.c_str());
-    return exit_error;
-  }
-  return run_through_launcher(*plan, *spec, f.dry_run);
+  return run_ranks(planned->plan, *mpirun, run);
 }
 
 int run_control(const Context& ctx, const BenchFlags& f) {
@@ -356,8 +207,7 @@ int run_control(const Context& ctx, const BenchFlags& f) {
   std::vector<std::string> command{self_path()};
   auto args = worker_arguments(f);
   command.insert(command.end(), args.begin(), args.end());
-  if (f.local > 0) return run_local(f, command);
-  return run_inventory(ctx, f, command);
+  return run_ranks_for(ctx, f, command);
 }
 
 }  // namespace

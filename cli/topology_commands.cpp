@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/rank_launch.h"
 #include "cli/reach_options.h"
 #include "launcher/facts.h"
 #include "launcher/launch.h"
@@ -26,60 +27,17 @@ namespace {
 using launcher::HostFacts;
 using launcher::RankPlan;
 
-struct PlanFlags {
-  bool local = false;         // facts/topology: this machine (or --sysfs-root) only
-  int local_ranks = 0;        // launch --local N
-  std::string sysfs_root = "/";
-  std::string ranks;          // --ranks-per-host; empty: the inventory's value
-  int comm_cores = 0;
-  bool smt = false;
-  int cores_per_rank = 0;
-  bool refresh = false;
-  bool json = false;
-};
-
 void fail(Context& ctx, const std::string& message, int code = exit_error) {
   std::fprintf(stderr, "xftctl: %s\n", message.c_str());
   ctx.exit_code = code;
 }
 
-std::string this_hostname() {
-  char name[256] = "localhost";
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
-// A recorded tree is named after its folder; the real root after this host.
+// The local name of a recorded tree (its folder) or of this machine.
 std::string local_name(const std::string& root) {
   std::string r = root;
   while (r.size() > 1 && r.back() == '/') r.pop_back();
   if (r == "/" || r.empty()) return this_hostname();
   return r.substr(r.find_last_of('/') + 1);
-}
-
-void add_plan_options(CLI::App* cmd, PlanFlags& flags) {
-  cmd->add_option("--sysfs-root", flags.sysfs_root, "read sysfs/procfs under DIR (a recorded tree) instead of /")
-      ->capture_default_str();
-  cmd->add_option("--ranks-per-host", flags.ranks, "N, per-socket or per-numa (default: the inventory's ranks)");
-  cmd->add_option("--comm-cores", flags.comm_cores, "cores per rank reserved for communication threads")
-      ->check(CLI::Range(0, 4096));
-  cmd->add_flag("--smt", flags.smt, "also bind hyperthread siblings (default: one CPU per physical core)");
-  cmd->add_option("--cores-per-rank", flags.cores_per_rank, "at most N cores per rank (0: no cap)")
-      ->check(CLI::Range(0, 65536));
-  cmd->add_flag("--refresh", flags.refresh, "probe the hosts again instead of using cached facts");
-}
-
-Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
-  launcher::PlanOptions options;
-  options.comm_cores = flags.comm_cores;
-  options.smt = flags.smt;
-  options.cores_per_rank = flags.cores_per_rank;
-  if (!flags.ranks.empty()) {
-    auto ranks = launcher::parse_ranks(flags.ranks);
-    if (!ranks) return make_error("--ranks-per-host: " + ranks.error().message);
-    options.ranks = *ranks;
-  }
-  return options;
 }
 
 struct GatheredFacts {
@@ -104,37 +62,6 @@ Expected<GatheredFacts> gather(const Context& ctx, const ReachFlags& reach, bool
     (r.unreachable ? gathered.any_unreachable : gathered.any_failed) = true;
   }
   return gathered;
-}
-
-// The plan for an inventory (facts cached or probed) or for this machine.
-Expected<RankPlan> build_plan(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
-                              std::vector<inventory::Host>& hosts, int& failure_code) {
-  auto options = plan_options(flags);
-  if (!options) return options.error();
-  if (flags.local_ranks > 0) return launcher::plan_local(flags.local_ranks, flags.sysfs_root, *options);
-  if (flags.local) {
-    auto facts = launcher::probe_local_facts(flags.sysfs_root, local_name(flags.sysfs_root));
-    if (!facts) return facts.error();
-    launcher::PlanHost host;
-    host.name = facts->host;
-    host.address = "localhost";
-    host.fabric_provider = "shm";
-    host.facts = std::move(*facts);
-    return launcher::plan_ranks({host}, *options);
-  }
-  auto gathered = gather(ctx, reach, flags.refresh);
-  if (!gathered) return gathered.error();
-  std::vector<launcher::PlanHost> plan_hosts;
-  for (size_t i = 0; i < gathered->hosts.size(); ++i) {
-    auto& result = gathered->results[i];
-    if (!result.facts) {
-      failure_code = result.unreachable ? exit_unreachable : exit_host_failed;
-      return make_error("facts of " + result.host + ": " + result.facts.error().message);
-    }
-    plan_hosts.push_back(launcher::plan_host_from(gathered->hosts[i], *result.facts));
-  }
-  hosts = gathered->hosts;
-  return launcher::plan_ranks(std::move(plan_hosts), *options);
 }
 
 std::string gib(std::uint64_t kb) {
@@ -200,14 +127,13 @@ void run_facts(Context& ctx, const PlanFlags& flags, const ReachFlags& reach) {
 }
 
 void run_topology(Context& ctx, const PlanFlags& flags, const ReachFlags& reach) {
-  std::vector<inventory::Host> hosts;
   int failure_code = exit_error;
-  auto plan = build_plan(ctx, flags, reach, hosts, failure_code);
-  if (!plan) return fail(ctx, plan.error().message, failure_code);
+  auto planned = plan_for(ctx, flags, reach, failure_code);
+  if (!planned) return fail(ctx, planned.error().message, failure_code);
   if (flags.json)
-    std::printf("%s\n", launcher::plan_to_json(*plan).dump(2).c_str());
+    std::printf("%s\n", launcher::plan_to_json(planned->plan).dump(2).c_str());
   else
-    std::printf("%s", launcher::format_rank_map(*plan).c_str());
+    std::printf("%s", launcher::format_rank_map(planned->plan).c_str());
 }
 
 struct LaunchFlags {
@@ -230,34 +156,20 @@ Expected<std::vector<std::pair<std::string, std::string>>> parse_env(const std::
 
 void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, const LaunchFlags& launch_flags) {
   if (launch_flags.command.empty()) return fail(ctx, "launch: give the command after --, e.g. xftctl launch -- hostname");
-  std::vector<inventory::Host> hosts;
   int failure_code = exit_error;
-  auto plan = build_plan(ctx, flags, reach, hosts, failure_code);
-  if (!plan) return fail(ctx, plan.error().message, failure_code);
-  std::string known_hosts = reach.known_hosts.empty() ? launcher::default_known_hosts_path() : reach.known_hosts;
-  auto mpirun = launcher::mpirun_spec_for(*plan, hosts, known_hosts, launch_flags.command);
+  auto planned = plan_for(ctx, flags, reach, failure_code);
+  if (!planned) return fail(ctx, planned.error().message, failure_code);
+  auto mpirun = mpirun_for(*planned, reach, launch_flags.command);
   if (!mpirun) return fail(ctx, mpirun.error().message);
   auto env = parse_env(launch_flags.env);
   if (!env) return fail(ctx, env.error().message);
   mpirun->env = *env;
-  if (launch_flags.dry_run) {
-    auto tokens = launcher::build_mpirun_command(*plan, *mpirun);
-    if (!tokens) return fail(ctx, tokens.error().message);
-    std::printf("%s\n", launcher::shell_join(*tokens).c_str());
-    return;
-  }
-  launcher::LaunchSpec spec;
-  spec.plan = *plan;
-  spec.mpirun = *mpirun;
-  spec.timeout = std::chrono::seconds(launch_flags.timeout_s);
-  auto result = launcher::launch(spec);
-  if (!result) return fail(ctx, result.error().message);
-  if (!result->ok()) {
-    // Without a named rank, mpirun's own words are the best explanation.
-    if (!result->failure && !result->timed_out)
-      for (const auto& line : result->mpirun_messages) std::fprintf(stderr, "%s\n", line.c_str());
-    return fail(ctx, result->summary(), result->timed_out || result->failure ? exit_host_failed : exit_error);
-  }
+  RankRun run;
+  run.what = "launch";
+  run.dry_run = launch_flags.dry_run;
+  run.timeout = std::chrono::seconds(launch_flags.timeout_s);
+  run.tag_every_line = true;
+  ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 
 // What a rank sees: where it runs and with what binding.
@@ -296,7 +208,7 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
 
   auto* topo = app.add_subcommand("topology", "the rank plan: rank map, transports, numactl binding per rank");
   topo->add_flag("--local", topo_flags.local, "this machine (or the tree under --sysfs-root), no inventory");
-  add_plan_options(topo, topo_flags);
+  add_plan_flags(*topo, topo_flags);
   topo->add_flag("--json", topo_flags.json, "JSON output");
   add_reach_flags(*topo, topo_reach);
   topo->callback([&] { run_topology(ctx, topo_flags, topo_reach); });
@@ -308,7 +220,7 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
   launch->add_option("--local", launch_plan_flags.local_ranks, "N ranks on this machine, no inventory")
       ->check(CLI::Range(1, 4096));
   launch->add_option("-x,--env", launch_flags.env, "VAR=VALUE for every rank (repeatable)");
-  add_plan_options(launch, launch_plan_flags);
+  add_plan_flags(*launch, launch_plan_flags);
   launch->add_flag("--accept-new-host-keys", launch_reach.accept_new_host_keys,
                    "trust and record unknown host keys while probing facts");
   launch->add_option("--known-hosts", launch_reach.known_hosts,

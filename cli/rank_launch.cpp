@@ -1,0 +1,241 @@
+#include "cli/rank_launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "launcher/ssh_transport.h"
+#include "launcher/mpirun.h"
+
+namespace xft::cli {
+
+std::string self_path() {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "xftctl";
+  path[n] = '\0';
+  return path;
+}
+
+std::string this_hostname() {
+  char name[256] = "localhost";
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+namespace {
+
+// A recorded tree is named after its folder; the real root after this host.
+std::string local_name(const std::string& root) {
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  if (r == "/" || r.empty()) return this_hostname();
+  return r.substr(r.find_last_of('/') + 1);
+}
+
+Expected<PlannedRanks> plan_this_machine(const PlanFlags& flags, const launcher::PlanOptions& options) {
+  auto facts = launcher::probe_local_facts(flags.sysfs_root, local_name(flags.sysfs_root));
+  if (!facts) return facts.error();
+  launcher::PlanHost host;
+  host.name = facts->host;
+  host.address = "localhost";
+  host.fabric_provider = "shm";
+  host.facts = std::move(*facts);
+  auto plan = launcher::plan_ranks({host}, options);
+  if (!plan) return plan.error();
+  return PlannedRanks{std::move(*plan), {}};
+}
+
+Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
+                                      const launcher::PlanOptions& options, int& failure_code) {
+  auto hosts = load_selected_hosts(ctx.inventory_flag, reach.hosts);
+  if (!hosts) return hosts.error();
+  auto transport = make_ssh_transport(reach);
+  launcher::FactsRequest request;
+  request.refresh = flags.refresh;
+  request.fanout = reach.fanout;
+  auto results = launcher::gather_facts(*hosts, *transport, request);
+  std::vector<launcher::PlanHost> plan_hosts;
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    auto& result = results[i];
+    if (!result.facts) {
+      failure_code = result.unreachable ? exit_unreachable : exit_host_failed;
+      return make_error("facts of " + result.host + ": " + result.facts.error().message);
+    }
+    plan_hosts.push_back(launcher::plan_host_from((*hosts)[i], *result.facts));
+  }
+  auto plan = launcher::plan_ranks(std::move(plan_hosts), options);
+  if (!plan) return plan.error();
+  return PlannedRanks{std::move(*plan), std::move(*hosts)};
+}
+
+}  // namespace
+
+void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
+  cmd.add_option("--sysfs-root", flags.sysfs_root, "read sysfs/procfs under DIR (a recorded tree) instead of /")
+      ->capture_default_str();
+  cmd.add_option("--ranks-per-host", flags.ranks, "N, per-socket or per-numa (default: the inventory's ranks)");
+  cmd.add_option("--comm-cores", flags.comm_cores, "cores per rank reserved for communication threads")
+      ->check(CLI::Range(0, 4096));
+  cmd.add_flag("--smt", flags.smt, "also bind hyperthread siblings (default: one CPU per physical core)");
+  cmd.add_option("--cores-per-rank", flags.cores_per_rank, "at most N cores per rank (0: no cap)")
+      ->check(CLI::Range(0, 65536));
+  cmd.add_flag("--refresh", flags.refresh, "probe the hosts again instead of using cached facts");
+}
+
+Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
+  launcher::PlanOptions options;
+  options.comm_cores = flags.comm_cores;
+  options.smt = flags.smt;
+  options.cores_per_rank = flags.cores_per_rank;
+  if (!flags.ranks.empty()) {
+    auto ranks = launcher::parse_ranks(flags.ranks);
+    if (!ranks) return make_error("--ranks-per-host: " + ranks.error().message);
+    options.ranks = *ranks;
+  }
+  return options;
+}
+
+Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
+                                int& failure_code) {
+  failure_code = exit_error;
+  auto options = plan_options(flags);
+  if (!options) return options.error();
+  if (flags.local_ranks > 0) {
+    auto plan = launcher::plan_local(flags.local_ranks, flags.sysfs_root, *options);
+    if (!plan) return plan.error();
+    return PlannedRanks{std::move(*plan), {}};
+  }
+  if (flags.local) return plan_this_machine(flags, *options);
+  return plan_inventory(ctx, flags, reach, *options, failure_code);
+}
+
+Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
+                                          std::vector<std::string> command) {
+  std::string known_hosts;
+  if (!planned.hosts.empty())
+    known_hosts = reach.known_hosts.empty() ? launcher::default_known_hosts_path() : reach.known_hosts;
+  return launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
+}
+
+void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine& line) {
+  if (line.rank < 0) return;  // mpirun's own lines: summarized by LaunchResult
+  if (line.rank == 0 && !line.is_stderr) {
+    std::fprintf(stdout, "%s\n", line.text.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::string host = line.rank < plan.size() ? plan.ranks[size_t(line.rank)].host : "?";
+  std::fprintf(stderr, "[%d %s] %s\n", line.rank, host.c_str(), line.text.c_str());
+  std::fflush(stderr);
+}
+
+int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, const RankRun& run) {
+  if (run.dry_run) {
+    auto command = launcher::build_mpirun_command(plan, mpirun);
+    if (!command) {
+      std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), command.error().message.c_str());
+      return exit_error;
+    }
+    std::printf("%s\n", launcher::shell_join(*command).c_str());
+    return exit_ok;
+  }
+  launcher::LaunchSpec spec;
+  spec.plan = plan;
+  spec.mpirun = mpirun;
+  spec.timeout = run.timeout;
+  spec.kill_grace = run.kill_grace;
+  if (run.on_output)
+    spec.on_output = run.on_output;
+  else if (!run.tag_every_line)
+    spec.on_output = [&plan](const launcher::OutputLine& line) { print_rank_line(plan, line); };
+  auto result = launcher::launch(spec);
+  if (!result) {
+    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), result.error().message.c_str());
+    return exit_error;
+  }
+  if (result->ok()) return exit_ok;
+  // Without a named rank, mpirun's own words are the best explanation.
+  if (!result->failure && !result->timed_out)
+    for (const auto& line : result->mpirun_messages) std::fprintf(stderr, "%s\n", line.c_str());
+  std::fprintf(stderr, "xftctl: %s\n", result->summary().c_str());
+  return result->timed_out || result->failure || result->interrupted ? exit_host_failed : exit_error;
+}
+
+int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command, const RankRun& run) {
+  std::string mpirun = "mpirun";
+  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) mpirun = custom;
+  std::vector<std::string> argv{mpirun};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
+                           "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+                           "-np", std::to_string(ranks)});
+  argv.insert(argv.end(), command.begin(), command.end());
+  if (run.dry_run) {
+    std::printf("%s\n", launcher::shell_join(argv).c_str());
+    return exit_ok;
+  }
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "xftctl: %s: pipe: %s\n", run.what.c_str(), std::strerror(errno));
+    return exit_error;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(err_pipe[1], STDERR_FILENO);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  // Pass mpirun's stderr through and keep it: it names the rank that failed.
+  std::vector<std::string> lines;
+  std::string partial;
+  char buf[8192];
+  for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    std::fwrite(buf, 1, size_t(n), stderr);
+    partial.append(buf, size_t(n));
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1))
+      lines.push_back(partial.substr(0, nl));
+  }
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  kill(-pid, SIGKILL);  // leftovers of the group, if any
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return exit_ok;
+  auto failure = launcher::find_failed_rank(lines);
+  std::string what = "mpirun exited with " +
+                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  // A rank that gave up says why in a line of its own; that names the culprit best.
+  for (const auto& line : lines)
+    if (line.rfind("xftctl: rank ", 0) == 0) {
+      what = line.substr(std::strlen("xftctl: "));
+      break;
+    }
+  if (failure) {
+    what = "rank " + std::to_string(failure->rank) + " (this host) " +
+           (failure->signal ? "was killed by signal " + std::to_string(failure->signal) + " (" +
+                                  strsignal(failure->signal) + ")"
+                            : "exited with code " + std::to_string(failure->exit_code)) +
+           "; mpirun stopped every other rank";
+  }
+  std::fprintf(stderr, "xftctl: %s failed: %s\n", run.what.c_str(), what.c_str());
+  return exit_host_failed;
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,79 @@
+// What every command that starts ranks shares (`topology`, `launch`,
+// `run qwen`, `bench allreduce`, `check fabric`): the plan flags, the plan for
+// the inventory or for this machine, and running a command as the plan's
+// ranks through the launcher with rank output shown and failures named.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/reach_options.h"
+#include "common/expected.h"
+#include "inventory/inventory.h"
+#include "launcher/launch.h"
+#include "launcher/topology.h"
+
+namespace xft::cli {
+
+struct PlanFlags {
+  bool local = false;         // facts/topology: this machine (or --sysfs-root) only
+  int local_ranks = 0;        // --local N: N ranks on this machine, no inventory
+  std::string sysfs_root = "/";
+  std::string ranks;          // --ranks-per-host; empty: the inventory's value
+  int comm_cores = 0;
+  bool smt = false;
+  int cores_per_rank = 0;
+  bool refresh = false;
+  bool json = false;
+};
+
+// --sysfs-root, --ranks-per-host, --comm-cores, --smt, --cores-per-rank, --refresh.
+void add_plan_flags(CLI::App& command, PlanFlags& flags);
+Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags);
+
+struct PlannedRanks {
+  launcher::RankPlan plan;
+  std::vector<inventory::Host> hosts;  // empty for a plan on this machine
+};
+
+// The plan for --local N, for this machine (flags.local), or for the
+// inventory's hosts (facts cached or probed over SSH). On error,
+// failure_code says which exit code fits (unreachable host, failed host, bad input).
+Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
+                                int& failure_code);
+
+// mpirun for the plan: ssh key, user and known_hosts of the inventory hosts.
+Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
+                                          std::vector<std::string> command);
+
+struct RankRun {
+  std::string what;  // "bench allreduce": prefixes error messages
+  bool dry_run = false;  // print the mpirun command instead
+  std::chrono::seconds timeout{0};
+  std::chrono::seconds kill_grace{5};
+  // Unset: rank 0's stdout passes through, everything else as "[rank host] line" on
+  // stderr; with tag_every_line, every line of every rank is tagged (`xftctl launch`).
+  bool tag_every_line = false;
+  std::function<void(const launcher::OutputLine&)> on_output;
+};
+
+// Runs the ranks and returns the exit code for the command: 0, 1 when mpirun
+// could not start, 2 when a rank failed or the run timed out (named on stderr).
+int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, const RankRun& run);
+
+// Rank 0's stdout as is; other lines as "[rank host] text" on stderr.
+void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine& line);
+
+// N ranks on this machine when there are fewer cores than ranks: plain
+// mpirun, unbound and oversubscribed (correctness runs; timings mean little).
+int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command, const RankRun& run);
+
+// This binary's path, for the ranks' command line.
+std::string self_path();
+std::string this_hostname();
+
+}  // namespace xft::cli
