@@ -6,7 +6,6 @@
 #include "cli/command.h"
 #include "inventory/load.h"
 #include "launcher/credentials.h"
-#include "launcher/select_hosts.h"
 #include "launcher/ssh_transport.h"
 
 namespace xft::cli {
@@ -59,8 +58,9 @@ Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& in
   if (!path) return path.error();
   auto loaded = inventory::load_inventory(*path);
   if (!loaded) return loaded.error();
-  auto hosts = launcher::select_hosts(*loaded, pattern);
-  if (hosts && hosts->empty()) return make_error(*path + ": the inventory lists no hosts");
+  auto hosts = inventory::select_hosts(*loaded, pattern);
+  if (!hosts) return make_error("--hosts: " + hosts.error().message);
+  if (hosts->empty()) return make_error(*path + ": the inventory lists no hosts");
   return hosts;
 }
 

@@ -33,7 +33,7 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags);
 // notices go to stderr.
 std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags);
 
-// Locates and loads the inventory, then applies --hosts (launcher::select_hosts).
+// Locates and loads the inventory, then applies --hosts (inventory::select_hosts).
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,
                                                            const std::string& pattern);
 

@@ -26,9 +26,10 @@ Expected<std::vector<std::string>> expand_range(const std::string& pattern);
 // different prefixes/suffixes are joined with ",". Used by `xftctl exec` output folding.
 std::string fold_names(const std::vector<std::string>& names);
 
-// Hosts named by a target list: "all", group names, host names or ranges, joined with commas outside
-// brackets ("head,node[01-02],compute"). Inventory order, each host once. An unknown word is an error
-// naming it.
-Expected<std::vector<const Host*>> select_hosts(const Inventory& inventory, const std::string& targets);
+// Hosts named by a target list (`--hosts`, a playbook's `hosts:`): "all", group names, host names,
+// addresses, ClusterShell ranges and globs ("h0*"), joined with commas outside brackets
+// ("head,node[01-02],compute"). Inventory order, each host once; empty selects every host. A word
+// that matches nothing is an error naming it, so a typo cannot silently shrink a run.
+Expected<std::vector<Host>> select_hosts(const Inventory& inventory, const std::string& targets);
 
 }  // namespace xft::inventory
