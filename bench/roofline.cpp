@@ -1,11 +1,17 @@
-// Machine roofline and kernel efficiency, measured in one run:
+// Machine roofline and engine efficiency, measured in one run:
 //   1. memory read bandwidth (STREAM-like sum over >= 1 GiB, all threads, best of N)
 //   2. bf16 peak (register-only vdpbf16ps) and fp32 FMA peak, per core x cores
-//   3. each decode GEMV (bf16, int8, f16, f32) on Qwen2.5-0.5B/1.5B shapes:
-//      GB/s of weight streamed and % of the measured bandwidth (matrices are
-//      rotated over enough copies to overflow the last-level cache)
-//   4. oneDNN bf16 prefill matmul at m=512: GFLOP/s and % of the bf16 peak
+//   3. the real engine (Model on fake Qwen2.5-0.5B / 1.5B weights, bf16 and
+//      int8): prefill of --prompt tokens (GFLOP/s vs the bf16 peak), then
+//      --steps decode steps after it (bytes of weights + KV read per token
+//      vs the measured bandwidth: % of the roofline)
+//   4. with --kernels: each decode GEMV and prefill matmul alone on the
+//      models' shapes (matrices rotated over copies that overflow the LLC)
 // Usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]
+//                       [--models a,b] [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels]
+// GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,14 +23,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/checkpoint/presets.h"
+#include "engine/checkpoint/weights.h"
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
 
 using namespace xft::engine;
 
@@ -69,7 +79,23 @@ struct Options {
   double mem_gib = 1.0;
   int repeats = 5;
   bool quick = false;
+  bool kernels = false;
+  int prompt = 512;
+  int steps = 32;
+  std::vector<std::string> models = {"qwen2.5-0.5b", "qwen2.5-1.5b"};
+  std::vector<std::string> dtypes = {"bf16", "int8"};
 };
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
 
 // ---- memory bandwidth ----
 
@@ -109,28 +135,42 @@ Rate rate_of(double work, const Timing& t) {
 
 Rate best_rate(const Rate& a, const Rate& b) { return a.wall >= b.wall ? a : b; }
 
-Rate measure_read_bandwidth(ThreadPool& pool, const Options& opt) {
-  const size_t per_thread = static_cast<size_t>(opt.mem_gib * (1ull << 30)) / pool.size() / 256 * 256;
-  std::vector<AlignedBuffer> buffers(pool.size());
-  // First touch by the owning thread: pages land on that thread's NUMA node.
-  pool.run([&](int tid, int) {
-    buffers[tid].resize(per_thread);
-    float* p = buffers[tid].as<float>();
-    for (size_t i = 0; i < per_thread / 4; ++i) p[i] = 1.0f;
-  });
-  std::vector<float> sink(pool.size());
-  const double gigabytes = static_cast<double>(per_thread) * pool.size() / 1e9;
-  Rate best;
-  for (int rep = 0; rep < opt.repeats; ++rep) {
-    const Timing t = timed(pool, [&] {
-      pool.run([&](int tid, int) {
-        const float* p = buffers[tid].as<float>();
-        sink[tid] = use_avx512() ? sum_avx512(p, per_thread / 4) : sum_avx2(p, per_thread / 4);
+// One STREAM-like read pass over per-thread buffers (first touched by their
+// owning thread, so pages land on its NUMA node), all threads at once. Kept
+// for the whole run: the engine benchmark repeats a pass beside every decode
+// step, so each step is compared with the bandwidth of the same moment.
+class ReadProbe {
+ public:
+  ReadProbe(ThreadPool& pool, double gib) : pool_(pool), buffers_(pool.size()), sink_(pool.size()) {
+    per_thread_ = static_cast<size_t>(gib * (1ull << 30)) / pool.size() / 256 * 256;
+    pool_.run([&](int tid, int) {
+      buffers_[tid].resize(per_thread_);
+      float* p = buffers_[tid].as<float>();
+      for (size_t i = 0; i < per_thread_ / 4; ++i) p[i] = 1.0f;
+    });
+  }
+  double gigabytes() const { return static_cast<double>(per_thread_) * pool_.size() / 1e9; }
+  Timing pass() {
+    const Timing t = timed(pool_, [&] {
+      pool_.run([&](int tid, int) {
+        const float* p = buffers_[tid].as<float>();
+        sink_[tid] = use_avx512() ? sum_avx512(p, per_thread_ / 4) : sum_avx2(p, per_thread_ / 4);
       });
     });
-    best = best_rate(best, rate_of(gigabytes, t));
+    if (sink_[0] < 1.0f) std::printf(" ");  // keeps the sums alive
+    return t;
   }
-  if (sink[0] < 1.0f) std::printf(" ");  // keeps the sums alive
+
+ private:
+  ThreadPool& pool_;
+  std::vector<AlignedBuffer> buffers_;
+  std::vector<float> sink_;
+  size_t per_thread_ = 0;
+};
+
+Rate measure_read_bandwidth(ReadProbe& probe, const Options& opt) {
+  Rate best;
+  for (int rep = 0; rep < opt.repeats; ++rep) best = best_rate(best, rate_of(probe.gigabytes(), probe.pass()));
   return best;
 }
 
@@ -293,6 +333,182 @@ void bench_matmul(ThreadPool& pool, const Options& opt, const Rate& bf16_peak, c
   }
 }
 
+// ---- the real engine on fake Qwen weights ----
+
+struct EngineResult {
+  std::string model, dtype, kernel;
+  double load_s = 0;
+  double decode_ms = 0;          // median step
+  double decode_share = 0;       // CPU time / (wall x threads) over the steps
+  double bytes_per_token = 0;    // weights + KV read by one decode step (mean over the steps)
+  double paired_fraction = 0;    // median over steps of (step GB/s) / (read pass GB/s just after it)
+  double paired_bandwidth = 0;   // median GB/s of those read passes
+  double prefill_ms = 0;         // best run
+  double prefill_share = 0;
+  double prefill_flop = 0;
+};
+
+// Linear-layer parameters one token multiplies through (all layers, without
+// the LM head) and attention FLOPs of a causal prefill of n tokens.
+double layer_params(const ModelConfig& c) {
+  const double q = static_cast<double>(c.heads) * c.head_dim, kv = static_cast<double>(c.kv_heads) * c.head_dim;
+  const double per_layer = c.hidden * (q + 2 * kv) + q * c.hidden + 3.0 * c.hidden * c.intermediate;
+  return per_layer * c.layers;
+}
+
+double prefill_flop(const ModelConfig& c, int n) {
+  const double linear = 2.0 * n * layer_params(c) + 2.0 * c.hidden * static_cast<double>(c.vocab);  // head: last row
+  const double attention = 4.0 * c.layers * c.heads * c.head_dim * (static_cast<double>(n) * (n + 1) / 2);
+  return linear + attention;
+}
+
+int32_t argmax(std::span<const float> row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+bool bench_engine_one(const std::string& preset, const std::string& dtype_name, const Options& opt,
+                      const std::vector<int>& cpus, ReadProbe& probe, EngineResult* out) {
+  auto config = fake_model_config(preset);
+  if (!config) {
+    std::fprintf(stderr, "bench_roofline: %s\n", config.error().message.c_str());
+    return false;
+  }
+  WeightFormat format;
+  if (!parse_weight_format(dtype_name == "fp32" ? "f32" : dtype_name == "fp16" ? "f16" : dtype_name, &format)) {
+    std::fprintf(stderr, "bench_roofline: unknown dtype %s (bf16, int8, fp16, fp32)\n", dtype_name.c_str());
+    return false;
+  }
+  const auto weights = make_fake_weights(*config, 0);
+  ModelOptions options;
+  options.dtype = format;
+  options.kv = KvFormat::bf16;
+  options.cpus = cpus;
+  options.max_context = opt.prompt + opt.steps + 1;
+  const double t0 = now_seconds();
+  auto loaded = Model::load(*weights, options);
+  if (!loaded) {
+    std::fprintf(stderr, "bench_roofline: %s: %s\n", preset.c_str(), loaded.error().message.c_str());
+    return false;
+  }
+  Model& model = **loaded;
+  const ModelConfig& c = model.config();
+  out->model = preset;
+  out->dtype = dtype_name;
+  out->kernel = model.kernel_name();
+  out->load_s = now_seconds() - t0;
+
+  std::vector<int32_t> prompt(opt.prompt);
+  for (int i = 0; i < opt.prompt; ++i) prompt[i] = static_cast<int32_t>((1000003ll * (i + 1)) % c.vocab);
+
+  // Prefill: the first run also creates oneDNN's primitives; best of the runs.
+  std::unique_ptr<Sequence> seq;
+  int32_t next = 0;
+  const int prefill_runs = opt.quick ? 1 : 2;
+  out->prefill_ms = 1e30;
+  for (int run = 0; run < prefill_runs; ++run) {
+    seq = model.new_sequence(opt.prompt + opt.steps + 1);
+    const Chunk chunk{seq.get(), prompt};
+    xft::Expected<std::span<float>> logits = std::span<float>();
+    const Timing t = timed(model.pool(), [&] { logits = model.forward({&chunk, 1}); });
+    if (!logits) {
+      std::fprintf(stderr, "bench_roofline: prefill: %s\n", logits.error().message.c_str());
+      return false;
+    }
+    next = argmax(*logits);
+    if (t.wall * 1e3 < out->prefill_ms) {
+      out->prefill_ms = t.wall * 1e3;
+      out->prefill_share = t.share();
+    }
+  }
+  out->prefill_flop = prefill_flop(c, opt.prompt);
+
+  // Bytes one step reads: every packed weight but the embedding table (one
+  // row of it), plus the KV cache of the positions attended (mean over steps).
+  const double embedding = static_cast<double>(c.vocab) * c.hidden * sizeof(uint16_t);
+  const double kv_per_position = 2.0 * c.layers * c.kv_heads * c.head_dim * sizeof(uint16_t);
+  const double mean_positions = opt.prompt + (opt.steps + 1) / 2.0;
+  out->bytes_per_token = static_cast<double>(model.weight_bytes()) - embedding + c.hidden * sizeof(uint16_t) +
+                         kv_per_position * mean_positions;
+
+  // Decode after the prompt, greedy; median step time. A read pass follows
+  // every step: on a shared machine the bandwidth left to us changes from
+  // second to second, and the pair measures both under the same conditions.
+  std::vector<double> step_ms, fractions, pass_gbps;
+  double wall = 0, cpu = 0;
+  for (int step = 0; step < opt.steps; ++step) {
+    const Chunk chunk{seq.get(), {&next, 1}};
+    xft::Expected<std::span<float>> logits = std::span<float>();
+    const Timing t = timed(model.pool(), [&] { logits = model.forward({&chunk, 1}); });
+    if (!logits) {
+      std::fprintf(stderr, "bench_roofline: decode: %s\n", logits.error().message.c_str());
+      return false;
+    }
+    next = argmax(*logits);
+    step_ms.push_back(t.wall * 1e3);
+    wall += t.wall;
+    cpu += t.cpu_per_thread;
+    const double pass_rate = probe.gigabytes() / probe.pass().wall;
+    pass_gbps.push_back(pass_rate);
+    fractions.push_back(out->bytes_per_token / t.wall / 1e9 / pass_rate);
+  }
+  out->decode_ms = median(step_ms);
+  out->decode_share = wall > 0 ? cpu / wall : 0;
+  out->paired_fraction = median(fractions);
+  out->paired_bandwidth = median(pass_gbps);
+  return true;
+}
+
+void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& probe, const Rate& bandwidth,
+                  const Rate& bf16_peak) {
+  std::printf("\n== engine (Model on fake weights): prefill %d tokens, then %d decode steps, %d threads ==\n",
+              opt.prompt, opt.steps, static_cast<int>(cpus.size()));
+  std::printf("decode: median step; \"%% roof\" = GB/s over the best read bandwidth of the run; \"paired\" =\n"
+              "median over steps of the step's GB/s over a read pass run right after it (\"pass GB/s\", median)\n");
+  std::printf("%-13s %-5s %-17s %7s %9s %6s %7s %7s %5s %6s | %8s %8s %7s %6s | %6s\n", "model", "dtype", "kernel",
+              "tok/s", "MB/token", "GB/s", "% roof", "paired", "pass", "share", "pf tok/s", "GFLOP/s", "% peak",
+              "share", "load s");
+  std::vector<EngineResult> results;
+  for (const std::string& preset : opt.models) {
+    for (const std::string& dtype : opt.dtypes) {
+      EngineResult r;
+      if (!bench_engine_one(preset, dtype, opt, cpus, probe, &r)) continue;
+      const double gbps = r.bytes_per_token / (r.decode_ms * 1e6);
+      const double gflops = r.prefill_flop / (r.prefill_ms * 1e6);
+      std::printf("%-13s %-5s %-17s %7.2f %9.1f %6.1f %6.1f%% %6.1f%% %5.1f %5.0f%% | %8.1f %8.1f %6.1f%% %5.0f%% | %6.1f\n",
+                  r.model.c_str(), r.dtype.c_str(), r.kernel.c_str(), 1e3 / r.decode_ms, r.bytes_per_token / 1e6,
+                  gbps, 100.0 * gbps / bandwidth.wall, 100.0 * r.paired_fraction, r.paired_bandwidth,
+                  100.0 * r.decode_share, 1e3 * opt.prompt / r.prefill_ms,
+                  gflops, 100.0 * gflops / bf16_peak.wall, 100.0 * r.prefill_share, r.load_s);
+      std::fflush(stdout);
+      results.push_back(r);
+    }
+  }
+  std::printf("roofline = measured read bandwidth %.1f GB/s; peak = measured bf16 peak %.1f GFLOP/s\n",
+              bandwidth.wall, bf16_peak.wall);
+  // Ratio lines: what int8 buys over bf16 in decode (ideal: bytes ratio), and model-size scaling.
+  for (const EngineResult& a : results) {
+    for (const EngineResult& b : results) {
+      if (a.model == b.model && a.dtype == "bf16" && b.dtype == "int8") {
+        std::printf("ratio %s int8/bf16: decode %.2fx (bytes %.2fx), prefill %.2fx\n", a.model.c_str(),
+                    a.decode_ms / b.decode_ms, a.bytes_per_token / b.bytes_per_token, a.prefill_ms / b.prefill_ms);
+      }
+    }
+  }
+  for (const EngineResult& a : results) {
+    for (const EngineResult& b : results) {
+      if (a.dtype == b.dtype && a.model < b.model) {
+        std::printf("ratio %s %s/%s: decode time %.2fx (bytes %.2fx)\n", a.dtype.c_str(), b.model.c_str(),
+                    a.model.c_str(), b.decode_ms / a.decode_ms, b.bytes_per_token / a.bytes_per_token);
+      }
+    }
+  }
+}
+
 bool parse_args(int argc, char** argv, Options* opt) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -307,8 +523,15 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else if (arg == "--mem-gib") opt->mem_gib = std::atof(next("--mem-gib"));
     else if (arg == "--repeats") opt->repeats = std::max(1, std::atoi(next("--repeats")));
     else if (arg == "--quick") opt->quick = true;
+    else if (arg == "--kernels") opt->kernels = true;
+    else if (arg == "--prompt") opt->prompt = std::max(1, std::atoi(next("--prompt")));
+    else if (arg == "--steps") opt->steps = std::max(2, std::atoi(next("--steps")));
+    else if (arg == "--models") opt->models = split_commas(next("--models"));
+    else if (arg == "--dtypes") opt->dtypes = split_commas(next("--dtypes"));
     else {
-      std::fprintf(stderr, "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick] [--models a,b]\n"
+                   "                      [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels]\n");
       return false;
     }
   }
@@ -337,7 +560,8 @@ int main(int argc, char** argv) {
   std::printf("columns: wall-clock figures; \"excl.\" = work / CPU time per thread (the rate with the cores to\n"
               "ourselves); share = CPU time / (wall x threads), below 100%% when the machine is shared\n");
 
-  const Rate bandwidth = measure_read_bandwidth(pool, opt);
+  ReadProbe probe(pool, opt.mem_gib);
+  const Rate bandwidth = measure_read_bandwidth(probe, opt);
   std::printf("\n== machine ==\n");
   std::printf("memory read bandwidth (%.1f GiB, best of %d): %.1f GB/s wall, %.1f GB/s excl. (%.1f per thread), share %.0f%%\n",
               opt.mem_gib, opt.repeats, bandwidth.wall, bandwidth.excl, bandwidth.excl / pool.size(), 100 * bandwidth.share);
@@ -360,8 +584,11 @@ int main(int argc, char** argv) {
       {"1.5B mlp.up", 8960, 1536},
       {"0.5B lm_head", 151936, 896},
   };
-  bench_gemv(pool, opt, bandwidth, shapes);
-  bench_matmul(pool, opt, bf16_peak, shapes);
-  std::printf("\ntargets: decode GEMV >= 85%% of bandwidth (bf16, int8); prefill >= 50%% of bf16 peak at m=512\n");
+  bench_engine(opt, cpus, probe, bandwidth, bf16_peak);
+  if (opt.kernels) {
+    bench_gemv(pool, opt, bandwidth, shapes);
+    bench_matmul(pool, opt, bf16_peak, shapes);
+  }
+  std::printf("\ntargets: decode >= 85%% of the roofline (bf16, int8); prefill >= 50%% of the bf16 peak at 512 tokens\n");
   return 0;
 }

@@ -30,5 +30,6 @@ void add_model_commands(CLI::App& app, Context& ctx);
 void add_bench_commands(CLI::App& app, Context& ctx);
 void add_topology_commands(CLI::App& app, Context& ctx);
 void add_run_commands(CLI::App& app, Context& ctx);
+void add_sync_commands(CLI::App& app, Context& ctx);
 
 }  // namespace xft::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add_bench_commands(app, ctx);
   add_topology_commands(app, ctx);
   add_run_commands(app, ctx);
+  add_sync_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

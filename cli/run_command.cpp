@@ -191,7 +191,7 @@ Expected<Loaded> load_model(const RunOptions& o) {
   if (!cpus) return cpus.error();
   ModelOptions options;
   options.dtype = weight_format(o.dtype);
-  options.kv = o.kv_dtype == "fp16" ? KvFormat::f16 : KvFormat::bf16;
+  options.kv = o.kv_dtype == "fp16" ? KvFormat::f16 : o.kv_dtype == "fp32" ? KvFormat::f32 : KvFormat::bf16;
   options.threads = o.threads;
   options.cpus = *cpus;
   options.max_context = o.max_context;
@@ -499,7 +499,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"bf16", "fp16", "int8", "fp32"}))
       ->capture_default_str();
   qwen->add_option("--kv-dtype", options->kv_dtype, "KV cache format")
-      ->check(CLI::IsMember({"bf16", "fp16"}))
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
   qwen->add_option("--threads", options->threads, "worker threads (default: the cpus allowed)")
       ->check(CLI::PositiveNumber);

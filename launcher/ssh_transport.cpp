@@ -173,6 +173,12 @@ class SshSession : public RemoteSession {
   }
 
   Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override {
+    return upload_file_reporting(local_path, remote_path, {});
+  }
+
+  Remote<void> upload_file_reporting(const std::string& local_path, const std::string& remote_path,
+                                     const UploadProgress& progress) override {
+    uint64_t sent = 0;
     int fd = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat info;
     if (fd < 0 || ::fstat(fd, &info) != 0) {
@@ -183,8 +189,13 @@ class SshSession : public RemoteSession {
     auto uploaded = upload_stream(remote_path, info.st_mode & 07777,
                                   [&](char* buffer, size_t size) -> Expected<size_t> {
                                     for (;;) {
+                                      // The bytes read last were written when the next chunk is asked for.
+                                      if (progress && sent > 0) progress(sent);
                                       ssize_t n = ::read(fd, buffer, size);
-                                      if (n >= 0) return static_cast<size_t>(n);
+                                      if (n >= 0) {
+                                        sent += static_cast<uint64_t>(n);
+                                        return static_cast<size_t>(n);
+                                      }
                                       if (errno != EINTR)
                                         return make_error("cannot read " + local_path + ": " + std::strerror(errno));
                                     }

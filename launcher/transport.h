@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -111,6 +112,13 @@ class RemoteSession {
                               mode_t mode) = 0;
   // The same from a local file, streamed; the local file's mode is kept.
   virtual Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) = 0;
+  // upload_file that calls `progress` with the bytes sent so far after each
+  // chunk (xftctl sync's progress line). The default sends and reports nothing.
+  using UploadProgress = std::function<void(uint64_t bytes_sent)>;
+  virtual Remote<void> upload_file_reporting(const std::string& local_path, const std::string& remote_path,
+                                             const UploadProgress& progress) {
+    return upload_file(local_path, remote_path);
+  }
   virtual Remote<std::string> download(const std::string& remote_path) = 0;
   // A missing path is not an error: exists == false.
   virtual Remote<RemoteFileInfo> stat(const std::string& remote_path) = 0;

@@ -1,11 +1,17 @@
 // A grow-only, 64-byte aligned, zero-initialized byte buffer: packed weights
 // and per-thread scratch (rows padded to cache lines, no tails in kernels).
+// Buffers of 2 MiB and more are 2 MiB aligned and asked for transparent huge
+// pages over their whole 2 MiB blocks: a decode step streams every packed
+// weight once, and with 4 KiB pages each 4 KiB costs a TLB miss (a
+// two-level page walk under a hypervisor). No memory is added: a tail
+// shorter than 2 MiB stays on small pages.
 #pragma once
 
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <utility>
 
 namespace xft::engine {
@@ -32,9 +38,13 @@ class AlignedBuffer {
     if (bytes <= size_) return;
     std::free(data_);
     const size_t rounded = (bytes + 63) / 64 * 64;
-    data_ = static_cast<unsigned char*>(std::aligned_alloc(64, rounded));
-    if (!data_) throw std::bad_alloc();
-    std::memset(data_, 0, rounded);
+    const bool huge = rounded >= kHugePage;
+    void* memory = nullptr;
+    if (posix_memalign(&memory, huge ? kHugePage : 64, rounded) != 0) throw std::bad_alloc();
+    data_ = static_cast<unsigned char*>(memory);
+    // Advice only: the kernel may refuse (THP off); the buffer works either way.
+    if (huge) madvise(data_, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);
+    std::memset(data_, 0, rounded);  // first touch: faults the (huge) pages in
     size_ = rounded;
   }
 
@@ -45,6 +55,7 @@ class AlignedBuffer {
   size_t size() const { return size_; }
 
  private:
+  static constexpr size_t kHugePage = size_t(2) << 20;
   unsigned char* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -14,12 +15,14 @@
 
 namespace xft::engine {
 
+int kv_element_bytes(KvFormat format) { return format == KvFormat::f32 ? 4 : 2; }
+
 KvCache::KvCache(int kv_heads, int head_dim, int capacity, KvFormat format)
     : kv_heads_(kv_heads), head_dim_(head_dim), capacity_(capacity), format_(format) {
   if (kv_heads <= 0 || head_dim <= 0 || capacity <= 0) {
     throw std::invalid_argument("KvCache: kv_heads, head_dim and capacity must be positive");
   }
-  const size_t count = static_cast<size_t>(kv_heads) * capacity * head_dim;
+  const size_t count = static_cast<size_t>(kv_heads) * capacity * head_dim * kv_element_bytes(format);
   keys_.assign(count, 0);
   values_.assign(count, 0);
 }
@@ -31,14 +34,21 @@ void KvCache::store(const float* k, const float* v, int m, int row_stride, const
     for (int h = 0; h < kv_heads_; ++h) {
       const float* ks = k + static_cast<size_t>(r) * row_stride + static_cast<size_t>(h) * head_dim_;
       const float* vs = v + static_cast<size_t>(r) * row_stride + static_cast<size_t>(h) * head_dim_;
-      uint16_t* kd = keys_.data() + offset(h, pos);
-      uint16_t* vd = values_.data() + offset(h, pos);
-      if (format_ == KvFormat::bf16) {
-        f32_to_bf16(ks, kd, head_dim_);
-        f32_to_bf16(vs, vd, head_dim_);
-      } else {
-        f32_to_f16(ks, kd, head_dim_);
-        f32_to_f16(vs, vd, head_dim_);
+      unsigned char* kd = keys_.data() + offset(h, pos);
+      unsigned char* vd = values_.data() + offset(h, pos);
+      switch (format_) {
+        case KvFormat::bf16:
+          f32_to_bf16(ks, reinterpret_cast<uint16_t*>(kd), head_dim_);
+          f32_to_bf16(vs, reinterpret_cast<uint16_t*>(vd), head_dim_);
+          break;
+        case KvFormat::f16:
+          f32_to_f16(ks, reinterpret_cast<uint16_t*>(kd), head_dim_);
+          f32_to_f16(vs, reinterpret_cast<uint16_t*>(vd), head_dim_);
+          break;
+        case KvFormat::f32:
+          std::memcpy(kd, ks, sizeof(float) * head_dim_);
+          std::memcpy(vd, vs, sizeof(float) * head_dim_);
+          break;
       }
     }
   }

@@ -1,7 +1,8 @@
 // KV cache and causal multi-head attention with grouped-query heads.
 //
-// Cache layout per layer: [kv_heads][capacity][head_dim] in bf16 or f16, so
-// one head's keys for consecutive positions are contiguous. Attention runs
+// Cache layout per layer: [kv_heads][capacity][head_dim] in bf16, f16 or f32
+// (f32: the reference dtype, exact keys and values at twice the bytes of
+// bf16), so one head's keys for consecutive positions are contiguous. Attention runs
 // in tiles of kAttentionTile positions with an online softmax (flash-attention
 // style): memory is O(tile) per task whatever the context length. Work is
 // split over (block of up to 8 query rows, kv head): a task widens each K/V
@@ -18,7 +19,10 @@
 
 namespace xft::engine {
 
-enum class KvFormat { bf16, f16 };
+enum class KvFormat { bf16, f16, f32 };
+
+// Bytes of one cached element: 2 (bf16, f16) or 4 (f32).
+int kv_element_bytes(KvFormat format);
 
 constexpr int kAttentionTile = 64;
 
@@ -35,20 +39,21 @@ class KvCache {
   int head_dim() const { return head_dim_; }
   int capacity() const { return capacity_; }
   KvFormat format() const { return format_; }
-  size_t bytes() const { return 2 * keys_.size() * sizeof(uint16_t); }
+  size_t bytes() const { return 2 * keys_.size(); }
 
-  const uint16_t* key(int head, int pos) const { return keys_.data() + offset(head, pos); }
-  const uint16_t* value(int head, int pos) const { return values_.data() + offset(head, pos); }
+  // Element (head, pos, 0) of head_dim contiguous elements of format().
+  const void* key(int head, int pos) const { return keys_.data() + offset(head, pos); }
+  const void* value(int head, int pos) const { return values_.data() + offset(head, pos); }
 
  private:
-  size_t offset(int head, int pos) const {
-    return (static_cast<size_t>(head) * capacity_ + pos) * head_dim_;
+  size_t offset(int head, int pos) const {  // in bytes
+    return (static_cast<size_t>(head) * capacity_ + pos) * head_dim_ * kv_element_bytes(format_);
   }
   int kv_heads_ = 0;
   int head_dim_ = 0;
   int capacity_ = 0;
   KvFormat format_ = KvFormat::bf16;
-  std::vector<uint16_t> keys_, values_;
+  std::vector<unsigned char> keys_, values_;
 };
 
 // q: m rows of heads * head_dim floats (row stride q_stride); row r attends

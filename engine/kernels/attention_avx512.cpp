@@ -1,7 +1,7 @@
 // AVX-512 attention tile kernels.
 //
-// A tile's keys (values) are widened to float once per call into per-thread
-// scratch, rows padded to a multiple of 16 dims and the key count to a
+// A tile's keys (values) are widened to float (f32: copied) once per call into
+// per-thread scratch, rows padded to a multiple of 16 dims and the key count to a
 // multiple of 16, so every query head of the GQA group reuses them.
 // Scores are computed 16 keys at a time: 16 FMA accumulators, then one
 // transpose-and-add tree turns them into a vector of 16 dot products
@@ -29,19 +29,25 @@ XFT_AVX512 inline __mmask16 tail_mask(int remaining) {
                                           : static_cast<__mmask16>((1u << remaining) - 1u);
 }
 
+// Elements [i, i + 16) of a cache row, masked.
 template <KvFormat F>
-XFT_AVX512 inline __m512 load16(const uint16_t* p, __mmask16 mask) {
-  const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);
-  if constexpr (F == KvFormat::bf16) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+XFT_AVX512 inline __m512 load16(const void* row, int i, __mmask16 mask) {
+  if constexpr (F == KvFormat::f32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(row) + i);
   } else {
-    return _mm512_cvtph_ps(raw);
+    const __m256i raw = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + i);
+    if constexpr (F == KvFormat::bf16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+    } else {
+      return _mm512_cvtph_ps(raw);
+    }
   }
 }
 
-// rows [n][head_dim] of cache bits -> float [round16(n)][round16(head_dim)], zero padded.
+// rows [n][head_dim] of the cache format -> float [round16(n)][round16(head_dim)], zero padded.
 template <KvFormat F>
-XFT_AVX512 float* widen_tile(const uint16_t* rows, int n, int head_dim) {
+XFT_AVX512 float* widen_tile(const void* rows, int n, int head_dim) {
+  const size_t row_bytes = static_cast<size_t>(head_dim) * (F == KvFormat::f32 ? 4 : 2);
   thread_local AlignedBuffer buffer;  // used only until the caller returns
   const int stride = round16(head_dim);
   const int padded_rows = round16(n);
@@ -49,7 +55,8 @@ XFT_AVX512 float* widen_tile(const uint16_t* rows, int n, int head_dim) {
   float* out = buffer.as<float>();
   for (int j = 0; j < padded_rows; ++j) {
     for (int d = 0; d < stride; d += 16) {
-      const __m512 v = j < n ? load16<F>(rows + static_cast<size_t>(j) * head_dim + d, tail_mask(head_dim - d))
+      const __m512 v = j < n ? load16<F>(static_cast<const unsigned char*>(rows) + j * row_bytes, d,
+                                         tail_mask(head_dim - d))
                              : _mm512_setzero_ps();
       _mm512_store_ps(out + static_cast<size_t>(j) * stride + d, v);
     }
@@ -78,7 +85,7 @@ XFT_AVX512 inline __m512 transpose_sum16(const __m512* a) {
 }
 
 template <KvFormat F>
-XFT_AVX512 void score(const float* q, int group, const uint16_t* keys, int n, int head_dim, float* scores) {
+XFT_AVX512 void score(const float* q, int group, const void* keys, int n, int head_dim, float* scores) {
   const int stride = round16(head_dim);
   const float* k = widen_tile<F>(keys, n, head_dim);
   for (int g = 0; g < group; ++g) {
@@ -101,7 +108,7 @@ XFT_AVX512 void score(const float* q, int group, const uint16_t* keys, int n, in
 // acc[g] = acc[g] · rescale[g] + Σ_j p[g][j] · v_j, 8 dim chunks (128 dims)
 // at a time so each broadcast p feeds 8 independent FMA chains.
 template <KvFormat F>
-XFT_AVX512 void accumulate(const float* p, int group, const uint16_t* values, int n, int head_dim,
+XFT_AVX512 void accumulate(const float* p, int group, const void* values, int n, int head_dim,
                            const float* rescale, float* acc) {
   constexpr int kChunks = 8;
   const int stride = round16(head_dim);
@@ -136,8 +143,12 @@ XFT_AVX512 void accumulate(const float* p, int group, const uint16_t* values, in
 }  // namespace
 
 AttentionKernels attention_kernels_avx512(KvFormat format) {
-  if (format == KvFormat::bf16) return {score<KvFormat::bf16>, accumulate<KvFormat::bf16>};
-  return {score<KvFormat::f16>, accumulate<KvFormat::f16>};
+  switch (format) {
+    case KvFormat::bf16: return {score<KvFormat::bf16>, accumulate<KvFormat::bf16>};
+    case KvFormat::f16: return {score<KvFormat::f16>, accumulate<KvFormat::f16>};
+    case KvFormat::f32: break;
+  }
+  return {score<KvFormat::f32>, accumulate<KvFormat::f32>};
 }
 
 }  // namespace xft::engine

@@ -2,11 +2,14 @@
 //
 // x is quantized per block of kInt8Block (64) elements to int8 with its own
 // scale. vpdpbusd multiplies unsigned by signed bytes, so the weight q is
-// fed as q + 128 (q ^ 0x80) and the extra 128 · Σ x_q of each lane is
-// cancelled by starting the lane's accumulator at -128 · Σ x_q: every
-// block's dot product is then exact in int32, converted to float once and
-// scaled by the block's x scale. Per 64 weights and input row: one
-// vpdpbusd, one convert, one FMA (the exact float path needs 12 operations).
+// fed as q + 128 (q ^ 0x80) and the extra 128 · Σ x_q of the block is
+// cancelled by starting lane 0 of the accumulator at -128 · Σ x_q (one
+// scalar per block: x stays about as small as the weight row, so a long x
+// still fits in L1 beside the weight stream): every block's dot product is
+// then exact in int32 (summed over lanes), each lane converted to float
+// exactly (|lane| < 2^24) and scaled by the block's x scale. Per 64 weights
+// and input row: one vpdpbusd, one convert, one FMA (the exact float path
+// needs 12 operations).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
@@ -25,13 +28,13 @@ Int8StagedX layout(const PackedWeight& w, int m, unsigned char* base) {
   Int8StagedX s;
   s.q = reinterpret_cast<const int8_t*>(base);
   s.neg_comp = reinterpret_cast<const int32_t*>(base + static_cast<size_t>(m) * w.ld);
-  s.scale = reinterpret_cast<const float*>(base + static_cast<size_t>(m) * w.ld + m * blocks * 16 * 4);
+  s.scale = reinterpret_cast<const float*>(base + static_cast<size_t>(m) * w.ld + m * blocks * 4);
   return s;
 }
 
 size_t staged_bytes(const PackedWeight& w, int m) {
   const size_t blocks = static_cast<size_t>(w.ld) / kInt8Block;
-  return static_cast<size_t>(m) * w.ld + m * blocks * 16 * 4 + m * blocks * 4;
+  return static_cast<size_t>(m) * w.ld + m * blocks * 4 + m * blocks * 4;
 }
 
 template <int R, int M>
@@ -50,7 +53,7 @@ XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, fl
 #pragma GCC unroll 16
     for (int j = 0; j < M; ++j) {
       xq[j] = _mm512_loadu_si512(x.q + static_cast<size_t>(j) * w.ld + c);
-      start[j] = _mm512_loadu_si512(x.neg_comp + (static_cast<size_t>(j) * blocks + b) * 16);
+      start[j] = _mm512_maskz_set1_epi32(1, x.neg_comp[static_cast<size_t>(j) * blocks + b]);
       xs[j] = _mm512_set1_ps(x.scale[static_cast<size_t>(j) * blocks + b]);
     }
 #pragma GCC unroll 16
@@ -77,22 +80,35 @@ XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, fl
   }
 }
 
+// One block's contribution for m = 1: exact int32 dot product of the block,
+// then scaled by the block's x scale and added to `acc`.
+XFT_VNNI inline __m512 add_block(__m512 acc, const int8_t* wr, const Int8StagedX& x, int b, __m512i flip) {
+  const int c = b * kInt8Block;
+  const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + c), flip);
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_maskz_set1_epi32(1, x.neg_comp[b]), wq, _mm512_loadu_si512(x.q + c));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc);
+}
+
 // m = 1: one row at a time (one sequential stream, see gemv_bf16_avx512.cpp),
-// two float accumulators for alternate blocks.
+// four float accumulators over consecutive blocks, in named registers: an
+// accumulator array indexed by the block number lands on the stack and every
+// block then waits for a store-to-load round trip (half the bandwidth on
+// long rows).
 XFT_VNNI inline void row_stream(const PackedWeight& w, const Int8StagedX& x, float* y, int r) {
   const int blocks = w.ld / kInt8Block;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const int8_t* wr = w.row<int8_t>(r);
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int b = 0; b < blocks; ++b) {
-    const int c = b * kInt8Block;
-    const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + c), flip);
-    const __m512i dot = _mm512_dpbusd_epi32(_mm512_loadu_si512(x.neg_comp + static_cast<size_t>(b) * 16), wq,
-                                            _mm512_loadu_si512(x.q + c));
-    acc[b & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc[b & 1]);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int b = 0;
+  for (; b + 4 <= blocks; b += 4) {
+    a0 = add_block(a0, wr, x, b, flip);
+    a1 = add_block(a1, wr, x, b + 1, flip);
+    a2 = add_block(a2, wr, x, b + 2, flip);
+    a3 = add_block(a3, wr, x, b + 3, flip);
   }
+  for (; b < blocks; ++b) a0 = add_block(a0, wr, x, b, flip);
   const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) * w.scales[r] + bias;
+  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * w.scales[r] + bias;
 }
 
 template <int M>
@@ -107,8 +123,8 @@ XFT_VNNI void run_rows(const PackedWeight& w, const Int8StagedX& x, float* y, in
   for (; r < re; ++r) rows_kernel<1, M>(w, x, y, r);
 }
 
-// One block of x (n <= 64 floats, zero padded) -> 64 int8, the lane
-// compensation and the block scale. Rounding: nearest even (MXCSR default).
+// One block of x (n <= 64 floats, zero padded) -> 64 int8, the block's
+// compensation and scale. Rounding: nearest even (MXCSR default).
 XFT_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg_comp, float* scale) {
   __m512 v[4];
   __m512 amax = _mm512_setzero_ps();
@@ -130,9 +146,9 @@ XFT_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg_comp
   all = _mm512_inserti32x4(all, bytes[2], 2);
   all = _mm512_inserti32x4(all, bytes[3], 3);
   _mm512_storeu_si512(q, all);
-  // Σ of each lane's 4 signed bytes, via a dot product with ones.
+  // Σ of the 64 signed bytes, via a dot product with ones.
   const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), all);
-  _mm512_storeu_si512(neg_comp, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7)));
+  *neg_comp = -128 * _mm512_reduce_add_epi32(sums);
 }
 
 }  // namespace
@@ -149,7 +165,7 @@ const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBu
       const size_t block = static_cast<size_t>(j) * blocks + b;
       quantize_block(xr + c0, std::min(kInt8Block, w.in - c0),
                      const_cast<int8_t*>(s.q) + static_cast<size_t>(j) * w.ld + c0,
-                     const_cast<int32_t*>(s.neg_comp) + block * 16, const_cast<float*>(s.scale) + block);
+                     const_cast<int32_t*>(s.neg_comp) + block, const_cast<float*>(s.scale) + block);
     }
   }
   // The kernel's x argument: the layout header, stored after the data.

@@ -141,7 +141,9 @@ void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool
   const GemvKernel kernel = pick_gemv(w);
   const void* staged = stage_x(w, x, m);
   const int tasks = (w.out + kRowsPerTask - 1) / kRowsPerTask;
-  pool.parallel_for(tasks, [&](int begin, int end) {
+  // Balanced: a thread that starts late or streams slower hands the rest of
+  // its rows to the other instead of making it wait at the end of the call.
+  pool.parallel_for_balanced(tasks, [&](int begin, int end) {
     kernel(w, staged, m, y, begin * kRowsPerTask, std::min(w.out, end * kRowsPerTask));
   });
 }

@@ -61,7 +61,7 @@ void gemv_int8_avx512(const PackedWeight& w, const void* x, int m, float* y, int
 // reads that layout as its x.
 struct Int8StagedX {
   const int8_t* q;         // [m][ld] int8, zero padded
-  const int32_t* neg_comp; // [m][ld / kInt8Block][16]: -128 · Σ q over each lane's 4 elements
+  const int32_t* neg_comp; // [m][ld / kInt8Block]: -128 · Σ q over the block (added to lane 0)
   const float* scale;      // [m][ld / kInt8Block]
 };
 const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);

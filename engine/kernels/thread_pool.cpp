@@ -35,6 +35,8 @@ int default_spin_us() {
 
 }  // namespace
 
+bool ThreadPool::inside_region_now() { return inside_region; }
+
 bool ThreadPool::pin_current_thread(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -45,7 +47,8 @@ bool ThreadPool::pin_current_thread(int cpu) {
 ThreadPool::ThreadPool(int n_threads, std::vector<int> cpus, int spin_us)
     : n_threads_(n_threads < 1 ? 1 : n_threads),
       cpus_(std::move(cpus)),
-      spin_us_(spin_us < 0 ? default_spin_us() : spin_us) {
+      spin_us_(spin_us < 0 ? default_spin_us() : spin_us),
+      ranges_(new Range[n_threads_]) {
   if (!cpus_.empty()) pin_current_thread(cpus_[0]);
   workers_.reserve(n_threads_ - 1);
   for (int tid = 1; tid < n_threads_; ++tid) workers_.emplace_back([this, tid] { worker_loop(tid); });

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -59,11 +60,45 @@ class ThreadPool {
     });
   }
 
+  // Like parallel_for, but the split adapts to threads that start late or run
+  // slower (a wake-up, a busy core, a slower memory stream): each thread
+  // takes the tasks of its own contiguous range in order, one at a time, and
+  // when it runs out takes the remaining tasks of the others' ranges. Calls
+  // fn(begin, end) on runs of consecutive tasks; every task runs exactly once.
+  // Decode GEMVs use it: a static split waits for the slowest half.
+  template <class F>
+  void parallel_for_balanced(int n_tasks, F&& fn) {
+    if (n_tasks <= 0) return;
+    if (n_tasks == 1 || n_threads_ == 1 || inside_region_now()) {
+      fn(0, n_tasks);
+      return;
+    }
+    for (int t = 0; t < n_threads_; ++t) {
+      ranges_[t].next.store(static_cast<int>(static_cast<int64_t>(n_tasks) * t / n_threads_),
+                            std::memory_order_relaxed);
+      ranges_[t].end = static_cast<int>(static_cast<int64_t>(n_tasks) * (t + 1) / n_threads_);
+    }
+    run([&](int tid, int n) {
+      for (int k = 0; k < n; ++k) {
+        Range& r = ranges_[(tid + k) % n];
+        for (int i = r.next.fetch_add(1, std::memory_order_relaxed); i < r.end;
+             i = r.next.fetch_add(1, std::memory_order_relaxed)) {
+          fn(i, i + 1);
+        }
+      }
+    });
+  }
+
   // Pins the calling thread to one OS cpu id; false when the kernel refuses.
   static bool pin_current_thread(int cpu);
 
  private:
   using Invoke = void (*)(void* ctx, int tid, int n_threads);
+  struct alignas(64) Range {  // one cache line per thread: claims do not contend
+    std::atomic<int> next{0};
+    int end = 0;
+  };
+  static bool inside_region_now();
   void run_erased(Invoke invoke, void* ctx);
   void worker_loop(int tid);
 
@@ -71,6 +106,7 @@ class ThreadPool {
   std::vector<int> cpus_;
   int spin_us_ = 200;
   std::vector<std::thread> workers_;
+  std::unique_ptr<Range[]> ranges_;  // parallel_for_balanced, one per thread
 
   // Written by the caller before the generation bump, read by workers after.
   Invoke invoke_ = nullptr;

@@ -1,5 +1,5 @@
 // Tiled online-softmax attention against a naive softmax(QKᵀ/√d)·V in double,
-// over the values the cache actually holds (bf16/f16), with GQA, prefill and
+// over the values the cache actually holds (bf16/f16/f32), with GQA, prefill and
 // decode, contexts spanning several tiles and KV splits, on every ISA family.
 #include <gtest/gtest.h>
 
@@ -16,8 +16,14 @@ namespace xft::engine {
 namespace {
 
 
-float cached(const KvCache& cache, const uint16_t* p) {
-  return cache.format() == KvFormat::bf16 ? bf16_to_f32(*p) : f16_to_f32(*p);
+// Element d of a cached row, as the cache holds it.
+float cached(const KvCache& cache, const void* row, int d) {
+  switch (cache.format()) {
+    case KvFormat::bf16: return bf16_to_f32(static_cast<const uint16_t*>(row)[d]);
+    case KvFormat::f16: return f16_to_f32(static_cast<const uint16_t*>(row)[d]);
+    case KvFormat::f32: break;
+  }
+  return static_cast<const float*>(row)[d];
 }
 
 struct Case {
@@ -65,7 +71,7 @@ void check(const Case& c, std::mt19937& rng) {
       for (int j = 0; j < n; ++j) {
         double s = 0;
         for (int d = 0; d < c.head_dim; ++d) {
-          s += double(q[size_t(r) * q_stride + h * c.head_dim + d]) * cached(cache, cache.key(kvh, j) + d);
+          s += double(q[size_t(r) * q_stride + h * c.head_dim + d]) * cached(cache, cache.key(kvh, j), d);
         }
         p[j] = s * scale;
         max_score = std::max(max_score, p[j]);
@@ -74,7 +80,7 @@ void check(const Case& c, std::mt19937& rng) {
       for (auto& x : p) sum += (x = std::exp(x - max_score));
       for (int d = 0; d < c.head_dim; ++d) {
         double ref = 0;
-        for (int j = 0; j < n; ++j) ref += p[j] / sum * cached(cache, cache.value(kvh, j) + d);
+        for (int j = 0; j < n; ++j) ref += p[j] / sum * cached(cache, cache.value(kvh, j), d);
         ASSERT_NEAR(out[size_t(r) * out_stride + h * c.head_dim + d], ref, 2e-5 * (1 + std::fabs(ref)))
             << "isa=" << isa_name(active_isa()) << " heads=" << c.heads << "/" << c.kv_heads
             << " d=" << c.head_dim << " ctx=" << c.context << " m=" << c.m << " row=" << r << " head=" << h
@@ -93,6 +99,8 @@ TEST(KernelsAttention, PrefillMatchesNaiveSoftmaxWithGqa) {
     check({14, 2, 64, 150, 150, KvFormat::bf16, 2}, rng);   // whole prompt, 3 tiles
     check({4, 4, 40, 70, 70, KvFormat::f16, 3}, rng);       // MHA, head_dim not a multiple of 16
     check({6, 2, 128, 65, 20, KvFormat::bf16, 2}, rng);     // chunked prefill after a cached prefix
+    check({14, 2, 64, 150, 150, KvFormat::f32, 2}, rng);    // fp32 cache, whole prompt
+    check({6, 3, 24, 97, 33, KvFormat::f32, 3}, rng);       // fp32, head_dim 24 (masked tails), chunked
     if (HasFatalFailure()) return;
   }
 }
@@ -105,6 +113,8 @@ TEST(KernelsAttention, DecodeLongContextSplitsKvTiles) {
     check({8, 2, 64, 333, 1, KvFormat::f16, 5}, rng);       // odd tile split
     check({4, 2, 16, 1, 1, KvFormat::bf16, 4}, rng);        // first token: one key, more splits than tiles
     check({12, 2, 128, 257, 3, KvFormat::bf16, 2}, rng);    // a few rows (speculative/batched decode)
+    check({8, 2, 64, 333, 1, KvFormat::f32, 4}, rng);       // fp32 cache, odd tile split
+    check({4, 1, 40, 1, 1, KvFormat::f32, 2}, rng);         // fp32, first token, head_dim 40
     if (HasFatalFailure()) return;
   }
 }
@@ -121,6 +131,29 @@ TEST(KernelsAttention, RejectsBadShapesAndPositions) {
   pos = 9;
   EXPECT_THROW(attention(row.data(), 1, 48, &pos, cache, 6, out.data(), 48, pool), std::out_of_range);
   EXPECT_EQ(cache.bytes(), size_t(2) * 2 * 4 * 8 * 2);
+}
+
+TEST(KernelsAttention, Fp32CacheHoldsExactValuesAtFourBytes) {
+  KvCache cache(2, 5, 3, KvFormat::f32);
+  EXPECT_EQ(cache.bytes(), size_t(2) * 2 * 3 * 5 * 4);
+  EXPECT_EQ(kv_element_bytes(KvFormat::f32), 4);
+  EXPECT_EQ(kv_element_bytes(KvFormat::bf16), 2);
+  // 1 + 2^-20 is not representable in bf16 or f16: the fp32 cache keeps it.
+  std::vector<float> k(10), v(10);
+  for (int i = 0; i < 10; ++i) {
+    k[i] = 1.0f + std::ldexp(1.0f, -20) * (i + 1);
+    v[i] = -3.0f - std::ldexp(1.0f, -19) * i;
+  }
+  const int pos = 2;
+  cache.store(k.data(), v.data(), 1, 10, &pos);
+  for (int h = 0; h < 2; ++h) {
+    for (int d = 0; d < 5; ++d) {
+      EXPECT_EQ(static_cast<const float*>(cache.key(h, pos))[d], k[h * 5 + d]);
+      EXPECT_EQ(static_cast<const float*>(cache.value(h, pos))[d], v[h * 5 + d]);
+    }
+  }
+  // Untouched positions stay zero.
+  EXPECT_EQ(static_cast<const float*>(cache.key(1, 1))[4], 0.0f);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -23,6 +24,44 @@ TEST(KernelsThreadPool, ParallelForCoversEveryIndexExactlyOnce) {
       for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads=" << threads << " n=" << n;
     }
   }
+}
+
+TEST(KernelsThreadPool, BalancedForCoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int n : {0, 1, 2, 3, 7, 64, 1001}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for_balanced(n, [&](int begin, int end) {
+        ASSERT_LT(begin, end);
+        for (int i = begin; i < end; ++i) hits[i].fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads=" << threads << " n=" << n;
+    }
+  }
+}
+
+TEST(KernelsThreadPool, BalancedForHandsASlowThreadsTasksToTheOthers) {
+  // Thread 0 (the caller) stalls on its first task until every other task is
+  // done: a static split would deadlock here, the balanced one lets thread 1
+  // take the rest of thread 0's range.
+  ThreadPool pool(2);
+  const int n = 40;
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<int> done{0};
+  std::atomic<int> done_by_worker{0};
+  pool.parallel_for_balanced(n, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      if (i == 0) {
+        while (done.load() < n - 1) std::this_thread::yield();
+      } else {
+        done_by_worker.fetch_add(1);
+      }
+      hits[i].fetch_add(1);
+      done.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+  EXPECT_EQ(done_by_worker.load(), n - 1);  // its own 20 tasks and thread 0's other 19
 }
 
 TEST(KernelsThreadPool, RunGivesEachWorkerItsIndexAndManyRegionsComplete) {

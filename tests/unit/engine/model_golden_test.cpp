@@ -53,7 +53,7 @@ std::unique_ptr<Model> load_model(const WeightSource& weights, WeightFormat form
                                   int tp_size = 1, int tp_rank = 0, Communicator* comm = nullptr) {
   ModelOptions options;
   options.dtype = format;
-  options.kv = format == WeightFormat::f32 ? KvFormat::f16 : KvFormat::bf16;
+  options.kv = format == WeightFormat::f32 ? KvFormat::f32 : KvFormat::bf16;
   options.threads = tp_size == 1 ? 2 : 1;
   options.tp_size = tp_size;
   options.tp_rank = tp_rank;

@@ -1,0 +1,215 @@
+// xftctl sync DIR: pushes a directory (a model, binaries) to the same path on
+// every host over SFTP, hosts in parallel, sending only files whose size or
+// hash differ (playbooks/sync.h). For clusters without a shared file system.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/reach_options.h"
+#include "launcher/fanout.h"
+#include "playbooks/sync.h"
+
+namespace xft::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct SyncFlags {
+  std::string dir;
+  std::string dest;  // empty: the same absolute path as dir
+  bool check = false;
+  bool delete_extra = false;
+  bool quiet = false;
+};
+
+struct HostOutcome {
+  std::string host;
+  std::optional<playbooks::SyncReport> report;
+  std::optional<launcher::RemoteError> error;
+};
+
+std::string mebibytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+// Totals across hosts, drawn on stderr: redrawn in place on a terminal, a
+// line every few seconds otherwise (logs of long runs still show movement).
+class ProgressLine {
+ public:
+  ProgressLine(size_t hosts, bool enabled)
+      : hosts_(hosts), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1) {
+    if (enabled_) drawer_ = std::thread([this] { draw_loop(); });
+  }
+  ~ProgressLine() { finish(); }
+
+  void add(const playbooks::SyncProgress& step) {
+    std::lock_guard lock(mutex_);
+    if (step.planned_files || step.planned_bytes || (!step.sent_files && !step.sent_bytes)) ++hosts_planned_;
+    planned_files_ += step.planned_files;
+    planned_bytes_ += step.planned_bytes;
+    sent_files_ += step.sent_files;
+    sent_bytes_ += step.sent_bytes;
+  }
+
+  void finish() {
+    if (!drawer_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    drawer_.join();
+    if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  std::string line() const {
+    return "sync: " + mebibytes(sent_bytes_) + " of " + mebibytes(planned_bytes_) + ", " +
+           std::to_string(sent_files_) + " of " + std::to_string(planned_files_) + " files, " +
+           std::to_string(hosts_planned_) + " of " + std::to_string(hosts_) + " hosts compared";
+  }
+
+  void draw_loop() {
+    auto period = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, period, [this] { return done_; })) {
+      if (tty_) std::fprintf(stderr, "\r\033[K%s", line().c_str());
+      else std::fprintf(stderr, "%s\n", line().c_str());
+      std::fflush(stderr);
+      drawn_ = true;
+    }
+  }
+
+  size_t hosts_;
+  bool enabled_, tty_;
+  bool drawn_ = false, done_ = false;
+  size_t hosts_planned_ = 0, planned_files_ = 0, sent_files_ = 0;
+  uint64_t planned_bytes_ = 0, sent_bytes_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread drawer_;
+};
+
+HostOutcome sync_host(launcher::Transport& transport, const inventory::Host& host, const playbooks::SyncPlan& plan,
+                      const std::string& dest, const playbooks::SyncOptions& options) {
+  HostOutcome outcome{host.name, std::nullopt, std::nullopt};
+  auto session = transport.connect(host);
+  if (!session) {
+    outcome.error = session.error();
+    return outcome;
+  }
+  auto synced = playbooks::sync_tree(**session, plan, dest, options);
+  if (synced) outcome.report = std::move(*synced);
+  else outcome.error = synced.error();
+  return outcome;
+}
+
+std::string plural(size_t count, const char* word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+// "h01: sent 3 files, 1200 bytes; 997 unchanged; 2 dirs created"
+std::string summary_line(const std::string& host, const playbooks::SyncReport& report, bool check) {
+  std::string line = host + ": " + (check ? "would send " : "sent ") + plural(report.files_sent, "file") + ", " +
+                     std::to_string(report.bytes_sent) + " bytes; " + std::to_string(report.files_unchanged) +
+                     " unchanged";
+  auto extra = [&](size_t count, const char* what) {
+    if (count) line += "; " + std::to_string(count) + " " + what;
+  };
+  extra(report.dirs_created, report.dirs_created == 1 ? "dir created" : "dirs created");
+  extra(report.links_made, report.links_made == 1 ? "symlink made" : "symlinks made");
+  extra(report.modes_set, report.modes_set == 1 ? "mode set" : "modes set");
+  extra(report.removed, "removed");
+  return line;
+}
+
+std::string default_dest(const std::string& dir) {
+  std::string path = std::filesystem::absolute(dir).lexically_normal().generic_string();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
+  auto fail = [&](const std::string& message) {
+    std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+    ctx.exit_code = exit_error;
+  };
+  auto hosts = load_selected_hosts(ctx.inventory_flag, reach.hosts);
+  if (!hosts) return fail(hosts.error().message);
+  auto plan = playbooks::SyncPlan::scan(flags.dir);
+  if (!plan) return fail(plan.error().message);
+  std::string dest = flags.dest.empty() ? default_dest(flags.dir) : flags.dest;
+  if (dest.empty() || dest[0] != '/') return fail("--dest " + dest + ": give an absolute path on the hosts");
+  while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
+
+  auto started = Clock::now();
+  ProgressLine progress(hosts->size(), !flags.quiet && !flags.check);
+  playbooks::SyncOptions options;
+  options.check_only = flags.check;
+  options.delete_extra = flags.delete_extra;
+  options.progress = [&](const playbooks::SyncProgress& step) { progress.add(step); };
+  auto transport = make_ssh_transport(reach);
+  auto outcomes = launcher::fan_out(*hosts, reach.fanout, [&](const inventory::Host& host) {
+    return sync_host(*transport, host, *plan, dest, options);
+  });
+  progress.finish();
+  double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+  bool any_unreachable = false, any_failed = false;
+  size_t ok = 0, files = 0;
+  uint64_t bytes = 0;
+  for (const auto& outcome : outcomes) {
+    if (outcome.error) {
+      bool unreachable = outcome.error->kind == launcher::Failure::unreachable;
+      (unreachable ? any_unreachable : any_failed) = true;
+      std::printf("%s: %s\n", outcome.host.c_str(), launcher::failure_name(outcome.error->kind));
+      std::fprintf(stderr, "xftctl: %s\n", outcome.error->message.c_str());
+      continue;
+    }
+    ++ok;
+    files += outcome.report->files_sent;
+    bytes += outcome.report->bytes_sent;
+    std::printf("%s\n", summary_line(outcome.host, *outcome.report, flags.check).c_str());
+    if (flags.check || ctx.verbosity > 0)
+      for (const auto& change : outcome.report->changes)
+        std::printf("  %s\n", playbooks::describe_change(change).c_str());
+  }
+  std::printf("%s -> %s on %s: %zu ok, %zu failed; %s %s, %llu bytes (%s) in %.1f s\n", plan->root().c_str(),
+              dest.c_str(), plural(outcomes.size(), "host").c_str(), ok, outcomes.size() - ok,
+              flags.check ? "would send" : "sent", plural(files, "file").c_str(),
+              static_cast<unsigned long long>(bytes), mebibytes(bytes).c_str(), seconds);
+  std::fflush(stdout);
+  ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
+}
+
+}  // namespace
+
+void add_sync_commands(CLI::App& app, Context& ctx) {
+  auto* sync = app.add_subcommand(
+      "sync", "push a directory to the same path on every host over SFTP, only files whose size or hash "
+              "differ (exit 2: a host failed, 4: unreachable)");
+  static ReachFlags reach;
+  static SyncFlags flags;
+  sync->add_option("dir", flags.dir, "local directory to push")->required()->check(CLI::ExistingDirectory);
+  sync->add_option("--dest", flags.dest, "absolute path on the hosts (default: DIR's absolute path)");
+  sync->add_flag("--check", flags.check, "change nothing; list what would be sent, created, set or removed");
+  sync->add_flag("--delete", flags.delete_extra, "remove files on the hosts that DIR does not have");
+  sync->add_flag("-q,--quiet", flags.quiet, "no progress line on stderr");
+  add_reach_flags(*sync, reach);
+  sync->footer(
+      "Files are written to a temp file and renamed, modes kept; symlinks are recreated as symlinks "
+      "(never followed).\nExample: xftctl sync /opt/models/qwen --hosts 'node[01-08]'");
+  sync->callback([&ctx] { run_sync(ctx, reach, flags); });
+}
+
+}  // namespace xft::cli

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# `xftctl sync DIR` against 4 real OpenSSH test hosts, each with its own
+# /opt/xft-sync-test: a tree of 1,000 small files, one 200 MB file, modes and
+# a symlink arrives bit-exact everywhere; a second run sends nothing; one
+# changed file (same size: only its hash differs) is the only one sent; a
+# mode change alone is a chmod, not a resend; --check writes nothing;
+# --delete removes extras; a host that is down is reported unreachable (exit 4)
+# while the others complete.
+source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
+
+start_cluster 4 --auth key --private /opt/xft-sync-test
+H=(h01 h02 h03 h04)
+SRC="$TEST_TMP/src"
+DEST=/opt/xft-sync-test/model
+
+step "making the tree: 1,000 small files in 10 dirs, one 200 MB file, a symlink"
+mkdir -p "$SRC"
+for d in $(seq -f %02g 0 9); do
+  mkdir "$SRC/part-$d"
+  for f in $(seq -f %02g 0 99); do
+    printf 'file %s/%s\n' "$d" "$f" >"$SRC/part-$d/small $f.txt"
+  done
+done
+head -c 200M /dev/urandom >"$SRC/weights.bin"
+chmod 0600 "$SRC/part-03/small 07.txt"
+chmod 0755 "$SRC/part-05/small 00.txt"
+chmod 0750 "$SRC/part-09"
+ln -s weights.bin "$SRC/latest"
+TOTAL_BYTES=$(find "$SRC" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+
+# Everything a host must hold: type, mode, size, link target and content hash of every entry.
+tree_state() {  # DIR
+  (cd "$1" && find . -mindepth 1 -printf '%y %m %s %P -> %l\n' | sort &&
+    find . -type f -print0 | sort -z | xargs -0 sha256sum)
+}
+host_state() {  # HOST
+  host_run "$1" bash -c "$(declare -f tree_state); tree_state $DEST"
+}
+# The hosts hash their copies in parallel: 200 MB each.
+expect_hosts_match_source() {  # WHAT
+  local expected h
+  for h in "${H[@]}"; do host_state "$h" >"$TEST_TMP/state.$h" & done
+  expected=$(tree_state "$SRC")
+  wait
+  for h in "${H[@]}"; do assert_eq "$expected" "$(cat "$TEST_TMP/state.$h")" "$1: tree on $h"; done
+}
+sync_lines() { grep -v '^/' <<<"$OUT"; }
+
+step "first run sends everything"
+started=$SECONDS
+xft sync "$SRC" --dest "$DEST" --accept-new-host-keys
+assert_eq 0 "$RC" "first sync exit code; stderr: $ERR"
+expected=""
+for h in "${H[@]}"; do
+  expected+="$h: sent 1001 files, $TOTAL_BYTES bytes; 0 unchanged; 10 dirs created; 1 symlink made"$'\n'
+done
+assert_eq "${expected%$'\n'}" "$(sync_lines)" "first sync summary"
+assert_contains "$OUT" "$SRC -> $DEST on 4 hosts: 4 ok, 0 failed; sent 4004 files, $((4 * TOTAL_BYTES)) bytes" "totals"
+expect_hosts_match_source "after the first sync"
+echo "first sync took $((SECONDS - started)) s"
+
+step "second run sends nothing"
+xft sync "$SRC" --dest "$DEST"
+assert_eq 0 "$RC" "second sync exit code; stderr: $ERR"
+expected=""
+for h in "${H[@]}"; do expected+="$h: sent 0 files, 0 bytes; 1001 unchanged"$'\n'; done
+assert_eq "${expected%$'\n'}" "$(sync_lines)" "second sync summary"
+assert_contains "$OUT" "on 4 hosts: 4 ok, 0 failed; sent 0 files, 0 bytes" "second sync totals"
+
+step "a file changed in place (same size) is the only one sent"
+printf 'FILE 04/42\n' >"$SRC/part-04/small 42.txt"
+xft sync "$SRC" --dest "$DEST"
+assert_eq 0 "$RC" "third sync exit code; stderr: $ERR"
+expected=""
+for h in "${H[@]}"; do expected+="$h: sent 1 file, 11 bytes; 1000 unchanged"$'\n'; done
+assert_eq "${expected%$'\n'}" "$(sync_lines)" "one changed file"
+expect_hosts_match_source "after changing one file"
+
+step "a mode change alone is a chmod, not a resend"
+chmod 0640 "$SRC/part-01/small 01.txt"
+xft sync "$SRC" --dest "$DEST" -v
+assert_eq 0 "$RC" "mode sync exit code; stderr: $ERR"
+assert_contains "$OUT" "h02: sent 0 files, 0 bytes; 1001 unchanged; 1 mode set
+  chmod part-01/small 01.txt 0640" "mode-only change on h02"
+expect_hosts_match_source "after a mode change"
+
+step "--check lists what would change and writes nothing"
+printf 'new\n' >"$SRC/part-00/added.txt"
+host_run h03 bash -c "echo extra >$DEST/part-02/extra.txt"
+before=$(host_state h03)
+xft sync "$SRC" --dest "$DEST" --check --delete
+assert_eq 0 "$RC" "check exit code; stderr: $ERR"
+assert_contains "$OUT" "h03: would send 1 file, 4 bytes; 1001 unchanged; 1 removed
+  remove part-02/extra.txt
+  send part-00/added.txt (4 bytes, 0644)" "check listing for h03"
+assert_contains "$OUT" "h01: would send 1 file, 4 bytes; 1001 unchanged
+  send part-00/added.txt (4 bytes, 0644)" "check listing for h01"
+assert_eq "$before" "$(host_state h03)" "h03 after --check"
+
+step "--delete removes what DIR does not have"
+xft sync "$SRC" --dest "$DEST" --delete
+assert_eq 0 "$RC" "delete sync exit code; stderr: $ERR"
+assert_contains "$OUT" "h03: sent 1 file, 4 bytes; 1001 unchanged; 1 removed" "h03 with --delete"
+expect_hosts_match_source "after --delete"
+
+step "a host that is down is unreachable (exit 4); the others complete"
+cluster stop-host h04
+printf 'again\n' >"$SRC/part-00/added.txt"
+xft sync "$SRC" --dest "$DEST" --connect-timeout 3
+assert_eq 4 "$RC" "exit code with h04 down"
+assert_contains "$OUT" "h04: unreachable" "h04 row"
+assert_contains "$ERR" "xftctl: h04 ($(host_var h04 ADDR)): unreachable" "h04 error"
+for h in h01 h02 h03; do
+  assert_contains "$OUT" "$h: sent 1 file, 6 bytes; 1001 unchanged" "$h with h04 down"
+done
+
+step "errors are one line naming the problem"
+xft sync "$SRC" --dest relative/path --hosts h01
+assert_eq 1 "$RC" "relative --dest exit code"
+assert_eq "xftctl: --dest relative/path: give an absolute path on the hosts" "$ERR" "relative --dest message"
+host_run h01 bash -c "rm -rf $DEST && echo file >$DEST"
+xft sync "$SRC" --dest "$DEST" --hosts h01
+assert_eq 2 "$RC" "destination that is a file: exit code"
+assert_eq "xftctl: h01: sync to $DEST: cannot list the destination: $DEST exists and is not a directory" "$ERR" \
+  "destination that is a file: message"
+echo "PASS"
