@@ -218,7 +218,7 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
     }
   });
   // Merge splits: out = Σ_s e^(max_s - M) acc_s / Σ_s e^(max_s - M) sum_s.
-  pool.parallel_for(m * heads, [&](int begin, int end) {
+  auto merge = [&](int begin, int end) {
     for (int i = begin; i < end; ++i) {
       const int row = i / heads;
       const int head = i % heads;
@@ -238,7 +238,14 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
       const float inv = 1.0f / total;
       for (int d = 0; d < head_dim; ++d) dst[d] *= inv;
     }
-  });
+  };
+  // Decode merges a few thousand floats: less than waking the pool costs.
+  const size_t merge_floats = static_cast<size_t>(m) * heads * splits * head_dim;
+  if (merge_floats <= 16384) {
+    merge(0, m * heads);
+  } else {
+    pool.parallel_for(m * heads, merge);
+  }
 }
 
 }  // namespace xft::engine

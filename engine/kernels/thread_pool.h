@@ -2,6 +2,9 @@
 // a parallel region costs a few hundred nanoseconds because idle workers spin
 // briefly on a generation counter before they sleep on a futex.
 //
+// Decode GEMVs use parallel_for_balanced: on a shared 2-core machine a static
+// halving made every GEMV (about 100 per token) wait for the slower half.
+//
 // The calling thread is worker 0 and takes part in every region, so a pool of
 // size N starts N-1 threads. One thread at a time may call run/parallel_for. When `cpus` is given, worker i is pinned to
 // cpus[i] (the constructing thread, which is expected to be the one calling
