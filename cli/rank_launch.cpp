@@ -151,6 +151,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
   spec.mpirun = mpirun;
   spec.timeout = run.timeout;
   spec.kill_grace = run.kill_grace;
+  spec.pass_stdin = run.pass_stdin;
   if (run.on_output)
     spec.on_output = run.on_output;
   else if (!run.tag_every_line)

@@ -55,6 +55,7 @@ struct RankRun {
   bool dry_run = false;  // print the mpirun command instead
   std::chrono::seconds timeout{0};
   std::chrono::seconds kill_grace{5};
+  bool pass_stdin = false;  // rank 0 reads our stdin (chat)
   // Unset: rank 0's stdout passes through, everything else as "[rank host] line" on
   // stderr; with tag_every_line, every line of every rank is tagged (`xftctl launch`).
   bool tag_every_line = false;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -19,6 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/rank_launch.h"
+#include "engine/comm/mpi_c.h"
+#include "engine/comm/mpi_communicator.h"
 #include "common/atomic_file.h"
 #include "engine/checkpoint/presets.h"
 #include "engine/checkpoint/weights.h"
@@ -66,11 +70,46 @@ struct RunOptions {
   int iters = 3;
   int warmup = 1;
   bool json = false;
+
+  // Several ranks: --local N or the inventory's plan; each rank runs --rank-worker.
+  PlanFlags plan;
+  ReachFlags reach;
+  bool use_inventory = false;  // --hosts or -i given
+  std::string comm = "auto";
+  bool comm_bf16 = false;
+  bool dry_run = false;
+  bool rank_worker = false;
 };
 
+// "rank 1 (h02)" inside a rank worker, so every message names where it came from.
+std::string g_rank_label;
+
 void fail(Context& ctx, const std::string& message) {
-  std::fprintf(stderr, "xftctl: run qwen: %s\n", message.c_str());
+  if (g_rank_label.empty())
+    std::fprintf(stderr, "xftctl: run qwen: %s\n", message.c_str());
+  else
+    std::fprintf(stderr, "xftctl: %s: run qwen: %s\n", g_rank_label.c_str(), message.c_str());
   ctx.exit_code = exit_error;
+}
+
+bool is_leader(const Communicator* comm) { return comm == nullptr || comm->rank() == 0; }
+
+// Rank 0 decides (prompt ids, chat turns); the others receive the same
+// vector so every rank runs the same forward passes and samples in lock step.
+void share_ids(Communicator* comm, std::vector<int32_t>& ids) {
+  if (comm == nullptr || comm->size() == 1) return;
+  int64_t count = static_cast<int64_t>(ids.size());
+  comm->broadcast(&count, sizeof count, 0);
+  ids.resize(static_cast<size_t>(count));
+  if (count > 0) comm->broadcast(ids.data(), ids.size() * sizeof(int32_t), 0);
+}
+
+int64_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
+  return 0;
 }
 
 WeightFormat weight_format(const std::string& text) {
@@ -172,7 +211,7 @@ struct Loaded {
   double load_ms = 0.0;
 };
 
-Expected<Loaded> load_model(const RunOptions& o) {
+Expected<Loaded> load_model(const RunOptions& o, Communicator* comm) {
   auto start = std::chrono::steady_clock::now();
   Loaded loaded;
   std::unique_ptr<WeightSource> weights;
@@ -195,6 +234,11 @@ Expected<Loaded> load_model(const RunOptions& o) {
   options.threads = o.threads;
   options.cpus = *cpus;
   options.max_context = o.max_context;
+  if (comm) {
+    options.comm = comm;
+    options.tp_rank = comm->rank();
+    options.tp_size = comm->size();
+  }
   auto model = Model::load(*weights, options);
   if (!model) return model.error();
   loaded.model = std::move(*model);
@@ -225,14 +269,16 @@ void print_stats(const GenerateResult& r) {
                r.tokens.size(), r.finish_reason.c_str(), r.first_token_ms, per_s);
 }
 
-Expected<GenerateResult> stream_answer(Model& model, Sequence& seq, const Tokenizer& tok,
+// Every rank generates; rank 0 (the one with a tokenizer) prints as it goes.
+Expected<GenerateResult> stream_answer(Model& model, Sequence& seq, const Tokenizer* tok,
                                        std::span<const int32_t> input, const RunOptions& o,
-                                       std::string* answer) {
+                                       std::vector<int32_t> stop_ids, std::string* answer) {
   GenerateOptions gen;
   gen.sampling = sampling_params(o);
   gen.max_new_tokens = o.max_new_tokens;
-  gen.stop_ids = stop_ids_for(model.config(), tokenizer_stop_ids(tok));
-  StreamDecoder decoder(tok);
+  gen.stop_ids = std::move(stop_ids);
+  if (!tok) return generate(model, seq, input, gen);
+  StreamDecoder decoder(*tok);
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -246,33 +292,79 @@ Expected<GenerateResult> stream_answer(Model& model, Sequence& seq, const Tokeni
   return result;
 }
 
-void run_prompt(Context& ctx, const RunOptions& o) {
+// Rank 0 loads the tokenizer; the others only need the ids it sends.
+Expected<std::optional<Tokenizer>> leader_tokenizer(const RunOptions& o, Communicator* comm) {
+  if (!is_leader(comm)) return std::optional<Tokenizer>();
   auto tok = load_tokenizer(o);
+  if (!tok) return tok.error();
+  return std::optional<Tokenizer>(std::move(*tok));
+}
+
+std::vector<int32_t> shared_stop_ids(const Model& model, const std::optional<Tokenizer>& tok, Communicator* comm) {
+  std::vector<int32_t> extra;
+  if (tok) extra = tokenizer_stop_ids(*tok);
+  share_ids(comm, extra);
+  return stop_ids_for(model.config(), extra);
+}
+
+void run_prompt(Context& ctx, const RunOptions& o, Communicator* comm) {
+  auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
-  auto loaded = load_model(o);
+  auto loaded = load_model(o, comm);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   std::vector<int32_t> ids;
-  if (o.raw) {
-    ids = tok->encode(*o.prompt);
-  } else {
+  if (*tok && o.raw) {
+    ids = (*tok)->encode(*o.prompt);
+  } else if (*tok) {
     std::vector<std::pair<std::string, std::string>> messages;
     if (!o.system.empty()) messages.push_back({"system", o.system});
     messages.push_back({"user", *o.prompt});
-    ids = tok->encode(tok->chat_prompt(messages, true));
+    ids = (*tok)->encode((*tok)->chat_prompt(messages, true));
   }
+  share_ids(comm, ids);
+  auto stop_ids = shared_stop_ids(model, *tok, comm);
   auto seq = model.new_sequence();
-  auto result = stream_answer(model, *seq, *tok, ids, o, nullptr);
+  auto result = stream_answer(model, *seq, tok->has_value() ? &**tok : nullptr, ids, o, stop_ids, nullptr);
   if (!result) return fail(ctx, result.error().message);
-  print_stats(*result);
+  if (is_leader(comm)) print_stats(*result);
 }
 
-void run_chat(Context& ctx, const RunOptions& o) {
-  auto tok = load_tokenizer(o);
+// One chat turn as rank 0 sends it: keep `common` cached positions, then feed `ids`.
+// common < 0 ends the chat.
+struct ChatTurn {
+  int32_t common = -1;
+  std::vector<int32_t> ids;
+};
+
+void share_turn(Communicator* comm, ChatTurn& turn) {
+  if (comm == nullptr || comm->size() == 1) return;
+  comm->broadcast(&turn.common, sizeof turn.common, 0);
+  if (turn.common >= 0) share_ids(comm, turn.ids);
+}
+
+void run_chat_follower(Context& ctx, const RunOptions& o, Model& model, Communicator* comm) {
+  auto stop_ids = shared_stop_ids(model, std::nullopt, comm);
+  auto seq = model.new_sequence();
+  while (true) {
+    ChatTurn turn;
+    share_turn(comm, turn);
+    if (turn.common < 0) return;
+    seq->truncate(turn.common);
+    auto result = stream_answer(model, *seq, nullptr, turn.ids, o, stop_ids, nullptr);
+    if (!result) return fail(ctx, result.error().message);
+  }
+}
+
+void run_chat(Context& ctx, const RunOptions& o, Communicator* comm) {
+  auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
-  auto loaded = load_model(o);
+  auto loaded = load_model(o, comm);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
+  if (!is_leader(comm)) return run_chat_follower(ctx, o, model, comm);
+  const Tokenizer& tk = **tok;
+  auto stop_ids = shared_stop_ids(model, *tok, comm);
   const bool interactive = isatty(STDIN_FILENO);
   std::vector<std::pair<std::string, std::string>> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
@@ -298,17 +390,20 @@ void run_chat(Context& ctx, const RunOptions& o) {
     }
     if (line.empty()) continue;
     messages.push_back({"user", line});
-    const std::vector<int32_t> ids = tok->encode(tok->chat_prompt(messages, true));
+    ChatTurn turn;
+    turn.ids = tk.encode(tk.chat_prompt(messages, true));
     // The cache already holds the earlier turns: feed only what differs.
     const auto& cached = seq->tokens();
     size_t common = 0;
-    while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) {
+    while (common < cached.size() && common + 1 < turn.ids.size() && cached[common] == turn.ids[common]) {
       ++common;
     }
-    seq->truncate(static_cast<int>(common));
+    turn.common = static_cast<int32_t>(common);
+    turn.ids.erase(turn.ids.begin(), turn.ids.begin() + static_cast<std::ptrdiff_t>(common));
+    share_turn(comm, turn);
+    seq->truncate(turn.common);
     std::string answer;
-    auto result = stream_answer(model, *seq, *tok,
-                                std::span<const int32_t>(ids).subspan(common), o, &answer);
+    auto result = stream_answer(model, *seq, &tk, turn.ids, o, stop_ids, &answer);
     if (!result) return fail(ctx, result.error().message);
     messages.push_back({"assistant", answer});
     if (result->finish_reason == "context") {
@@ -316,12 +411,14 @@ void run_chat(Context& ctx, const RunOptions& o) {
     }
     if (ctx.verbosity > 0) print_stats(*result);
   }
+  ChatTurn end;
+  share_turn(comm, end);
 }
 
-void run_dump_logits(Context& ctx, const RunOptions& o) {
+void run_dump_logits(Context& ctx, const RunOptions& o, Communicator* comm) {
   auto ids = parse_ids(o.prompt_ids);
   if (!ids) return fail(ctx, ids.error().message);
-  auto loaded = load_model(o);
+  auto loaded = load_model(o, comm);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   auto seq = model.new_sequence();
@@ -330,6 +427,7 @@ void run_dump_logits(Context& ctx, const RunOptions& o) {
   if (!logits) return fail(ctx, logits.error().message);
   const int rows = static_cast<int>(ids->size());
   const std::vector<float> full = model.gather_vocab(*logits, rows);
+  if (!is_leader(comm)) return;
   const int32_t header[2] = {rows, model.config().vocab};
   std::string data(reinterpret_cast<const char*>(header), sizeof header);
   data.append(reinterpret_cast<const char*>(full.data()), full.size() * sizeof(float));
@@ -412,11 +510,19 @@ Expected<BenchIteration> bench_once(Model& model, const RunOptions& o) {
   return it;
 }
 
-void run_bench(Context& ctx, const RunOptions& o) {
+// Every rank's resident memory (KiB), gathered to all (collective).
+std::vector<int64_t> resident_per_rank(Model& model) {
+  int64_t mine = resident_kib();
+  std::vector<int64_t> all(static_cast<size_t>(model.comm().size()));
+  model.comm().allgather(&mine, sizeof mine, all.data());
+  return all;
+}
+
+void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
   if (o.input_tokens < 1 || o.output_tokens < 1 || o.batch_size < 1 || o.iters < 1 || o.warmup < 0) {
     return fail(ctx, "--input-tokens, --output-tokens, --batch-size and --iters must be at least 1");
   }
-  auto loaded = load_model(o);
+  auto loaded = load_model(o, comm);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   if (o.input_tokens + o.output_tokens > model.max_context()) {
@@ -441,6 +547,18 @@ void run_bench(Context& ctx, const RunOptions& o) {
   const double prefill_tps = 1000.0 * o.batch_size * o.input_tokens / first_ms;
   const uint64_t weight_bytes = model.weight_bytes();
   const double weight_gbps = next_ms > 0 ? weight_bytes / (next_ms * 1e6) : 0.0;
+  const std::vector<int64_t> rss_kib = resident_per_rank(model);
+  if (!is_leader(comm)) return;
+  nlohmann::json rss_mib = nlohmann::json::array();
+  std::string rss_text;
+  for (int64_t kib : rss_kib) {
+    rss_mib.push_back(kib / 1024.0);
+    char one[32];
+    std::snprintf(one, sizeof one, "%s%.0f", rss_text.empty() ? "" : ", ", kib / 1024.0);
+    rss_text += one;
+  }
+  const std::string comm_name =
+      comm ? static_cast<engine::comm::MpiCommunicator*>(comm)->description() : std::string("none (one rank)");
 
   if (o.json) {
     nlohmann::json j = {
@@ -463,6 +581,8 @@ void run_bench(Context& ctx, const RunOptions& o) {
         {"prefill_tokens_per_s", prefill_tps},
         {"weight_bytes", weight_bytes},
         {"decode_weight_gb_per_s", weight_gbps},
+        {"comm", comm_name},
+        {"rss_mib_per_rank", rss_mib},
     };
     std::printf("%s\n", j.dump(1).c_str());
     return;
@@ -471,12 +591,128 @@ void run_bench(Context& ctx, const RunOptions& o) {
   std::printf("setup        dtype %s, kv %s, %d threads, kernel %s, loaded in %.0f ms\n",
               o.dtype.c_str(), o.kv_dtype.c_str(), model.pool().size(),
               model.kernel_name().c_str(), loaded->load_ms);
-  std::printf("weights      %.1f MiB on this rank\n", weight_bytes / 1048576.0);
+  std::printf("ranks        %d, allreduce %s\n", model.partition().tp_size, comm_name.c_str());
+  std::printf("weights      %.1f MiB on rank 0\n", weight_bytes / 1048576.0);
+  std::printf("memory       %s MiB resident per rank\n", rss_text.c_str());
   std::printf("workload     %d input + %d output tokens, batch %d, %d iterations (+%d warmup)\n",
               o.input_tokens, o.output_tokens, o.batch_size, o.iters, o.warmup);
   std::printf("first token  %.2f ms  (prefill %.1f tokens/s)\n", first_ms, prefill_tps);
   std::printf("next token   %.2f ms mean, %.2f ms p90  (%.2f tokens/s, weights streamed at %.2f GB/s)\n",
               next_ms, next_p90, decode_tps, weight_gbps);
+}
+
+void run_mode(Context& ctx, const RunOptions& o, Communicator* comm) {
+  if (o.bench) return run_bench(ctx, o, comm);
+  if (!o.prompt_ids.empty()) return run_dump_logits(ctx, o, comm);
+  if (o.chat) return run_chat(ctx, o, comm);
+  return run_prompt(ctx, o, comm);
+}
+
+std::string absolute(const std::string& path) {
+  return path.empty() ? path : fs::absolute(path).lexically_normal().string();
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+// Everything a rank needs, re-spelled as the worker's command line.
+std::vector<std::string> worker_arguments(const RunOptions& o) {
+  std::vector<std::string> a{"run", "qwen", "--rank-worker", "--dtype", o.dtype, "--kv-dtype", o.kv_dtype,
+                             "--comm", o.comm};
+  auto add = [&a](const std::string& flag, const std::string& value) { a.insert(a.end(), {flag, value}); };
+  if (!o.model_dir.empty()) add("--model", absolute(o.model_dir));
+  if (!o.fake_model.empty()) add("--fake-model", o.fake_model);
+  if (!o.tokenizer_dir.empty()) add("--tokenizer", absolute(o.tokenizer_dir));
+  if (o.threads > 0) add("--threads", std::to_string(o.threads));
+  if (!o.cpus.empty()) add("--cpus", o.cpus);
+  if (o.max_context > 0) add("--max-context", std::to_string(o.max_context));
+  if (o.prompt) add("--prompt", *o.prompt);
+  if (o.raw) a.push_back("--raw");
+  if (!o.system.empty()) add("--system", o.system);
+  if (o.chat) a.push_back("--chat");
+  if (!o.prompt_ids.empty()) add("--prompt-ids", o.prompt_ids);
+  if (!o.dump_logits.empty()) add("--dump-logits", absolute(o.dump_logits));
+  add("--max-new-tokens", std::to_string(o.max_new_tokens));
+  add("--temperature", number(o.temperature));
+  add("--top-k", std::to_string(o.top_k));
+  add("--top-p", number(o.top_p));
+  add("--repetition-penalty", number(o.repetition_penalty));
+  add("--seed", std::to_string(o.seed));
+  if (o.greedy) a.push_back("--greedy");
+  if (o.bench) {
+    a.push_back("--bench");
+    add("--input-tokens", std::to_string(o.input_tokens));
+    add("--output-tokens", std::to_string(o.output_tokens));
+    add("--batch-size", std::to_string(o.batch_size));
+    add("--iters", std::to_string(o.iters));
+    add("--warmup", std::to_string(o.warmup));
+  }
+  if (o.json) a.push_back("--json");
+  if (o.comm_bf16) a.push_back("--comm-bf16");
+  return a;
+}
+
+// A rank under mpirun: the model slice of this rank, collectives over MPI or
+// shared memory. An error on any rank aborts the job, so no rank waits forever
+// in a collective for a peer that is gone.
+int run_worker(Context& ctx, const RunOptions& o) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  g_rank_label = "rank " + std::to_string(rank) + " (" + this_hostname() + ")";
+  engine::comm::CommBackendOptions backend;
+  backend.backend = o.comm;
+  backend.bf16_payload = o.comm_bf16;
+  auto comm = engine::comm::MpiCommunicator::create(MPI_COMM_WORLD, backend);
+  if (!comm) {
+    fail(ctx, "--comm " + o.comm + ": " + comm.error().message);
+  } else {
+    try {
+      run_mode(ctx, o, comm->get());
+    } catch (const std::exception& e) {
+      fail(ctx, e.what());
+    }
+  }
+  std::fflush(stdout);
+  if (ctx.exit_code != exit_ok) {
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, ctx.exit_code);
+  }
+  comm->reset();
+  MPI_Finalize();
+  return exit_ok;
+}
+
+void run_control(Context& ctx, const RunOptions& o) {
+  std::vector<std::string> command{self_path()};
+  auto args = worker_arguments(o);
+  command.insert(command.end(), args.begin(), args.end());
+  RankRun run;
+  run.what = "run qwen";
+  run.dry_run = o.dry_run;
+  run.pass_stdin = o.chat;
+  int failure_code = exit_error;
+  auto planned = plan_for(ctx, o.plan, o.reach, failure_code);
+  if (!planned && o.plan.local_ranks > 0) {
+    // More ranks than cores: correct but slow; worth it for tests and debugging.
+    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", planned.error().message.c_str(),
+                 o.plan.local_ranks);
+    ctx.exit_code = run_ranks_oversubscribed(o.plan.local_ranks, command, run);
+    return;
+  }
+  if (!planned) {
+    std::fprintf(stderr, "xftctl: run qwen: %s\n", planned.error().message.c_str());
+    ctx.exit_code = failure_code;
+    return;
+  }
+  if (!o.dry_run) std::fprintf(stderr, "%s", launcher::format_rank_map(planned->plan).c_str());
+  auto mpirun = mpirun_for(*planned, o.reach, command);
+  if (!mpirun) return fail(ctx, mpirun.error().message);
+  ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 
 }  // namespace
@@ -544,6 +780,17 @@ void add_run_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   qwen->add_flag("--json", options->json, "bench: print JSON");
 
+  auto* ranks = qwen->add_option_group("ranks (tensor parallelism)");
+  ranks->add_option("--local", options->plan.local_ranks, "N ranks on this machine (default with no inventory: one, in this process)")
+      ->check(CLI::Range(1, 4096));
+  ranks->add_option("--comm", options->comm, "allreduce between ranks: mpi, shm (one host), hier (shm inside hosts, MPI across), auto, or a selection")
+      ->capture_default_str();
+  ranks->add_flag("--comm-bf16", options->comm_bf16, "send activations as bf16 in the allreduce");
+  ranks->add_flag("--dry-run", options->dry_run, "print the mpirun command instead of running it");
+  add_plan_flags(*qwen, options->plan);
+  add_reach_flags(*qwen, options->reach);
+  qwen->add_flag("--rank-worker", options->rank_worker)->group("");
+
   qwen->callback([&ctx, options] {
     const RunOptions& o = *options;
     if (!o.dump_logits.empty() && o.prompt_ids.empty()) {
@@ -552,10 +799,16 @@ void add_run_commands(CLI::App& app, Context& ctx) {
     if (!o.prompt_ids.empty() && o.dump_logits.empty()) {
       return fail(ctx, "--prompt-ids needs --dump-logits FILE");
     }
-    if (o.bench) return run_bench(ctx, o);
-    if (!o.prompt_ids.empty()) return run_dump_logits(ctx, o);
-    if (o.chat) return run_chat(ctx, o);
-    return run_prompt(ctx, o);
+    if (o.comm != "auto" && o.comm != "mpi" && o.comm != "shm" && o.comm != "hier" &&
+        o.comm.find(':') == std::string::npos) {
+      return fail(ctx, "--comm " + o.comm + ": expected mpi, shm, hier, auto or a selection like 'shm:0-65536;mpi:65537-max'");
+    }
+    if (o.rank_worker) {
+      ctx.exit_code = run_worker(ctx, o);
+      return;
+    }
+    if (o.plan.local_ranks > 0 || !ctx.inventory_flag.empty() || !o.reach.hosts.empty()) return run_control(ctx, o);
+    return run_mode(ctx, o, nullptr);
   });
 }
 

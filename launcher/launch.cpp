@@ -72,7 +72,7 @@ struct Pipe {
 
 // fork + exec in a new process group; exec failures come back through a
 // close-on-exec pipe so "mpirun not found" is an error, not exit 127.
-Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err) {
+Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err, bool pass_stdin) {
   Pipe exec_status;
   if (!out.open() || !err.open() || !exec_status.open())
     return make_error(std::string("cannot create pipes: ") + std::strerror(errno));
@@ -85,8 +85,10 @@ Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // xftctl killed outright: mpirun still stops its ranks
     dup2(out.write, STDOUT_FILENO);
     dup2(err.write, STDERR_FILENO);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (!pass_stdin) {
+      int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -333,7 +335,7 @@ Expected<LaunchResult> launch(const LaunchSpec& spec) {
   result.command = *command;
   SignalGuard guard;
   Pipe out, err;
-  auto pid = spawn(*command, out, err);
+  auto pid = spawn(*command, out, err, spec.pass_stdin);
   if (!pid) return pid.error();
   OutputCollector collector(spec, result);
   int status = supervise(*pid, out, err, spec, collector, result);

@@ -33,6 +33,7 @@ struct LaunchSpec {
   // Each line as it arrives; unset: print "[rank host] line" to our stdout/stderr.
   std::function<void(const OutputLine&)> on_output;
   size_t stderr_tail_lines = 20;  // kept per rank for the failure report
+  bool pass_stdin = false;  // mpirun reads our stdin (it forwards it to rank 0); else /dev/null
 };
 
 struct RankFailure {
