@@ -1,6 +1,7 @@
 // `xftctl run qwen`: load a Qwen checkpoint (or a --fake-model of any size)
 // on this machine and answer a prompt, chat, dump logits for given token ids,
 // or benchmark first-token and next-token latency.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,6 +80,9 @@ struct RunOptions {
   bool comm_bf16 = false;
   bool dry_run = false;
   bool rank_worker = false;
+  // Hidden, for the failure tests: this rank kills itself after that many tokens.
+  int fail_rank = -1;
+  int fail_at_token = 0;
 };
 
 // "rank 1 (h02)" inside a rank worker, so every message names where it came from.
@@ -277,18 +281,40 @@ Expected<GenerateResult> stream_answer(Model& model, Sequence& seq, const Tokeni
   gen.sampling = sampling_params(o);
   gen.max_new_tokens = o.max_new_tokens;
   gen.stop_ids = std::move(stop_ids);
-  if (!tok) return generate(model, seq, input, gen);
+  int emitted = 0;
+  auto maybe_die = [&] {
+    if (o.fail_rank == model.comm().rank() && ++emitted == o.fail_at_token) raise(SIGKILL);
+  };
+  if (!tok) return generate(model, seq, input, gen, [&](int32_t) { maybe_die(); });
   StreamDecoder decoder(*tok);
+  // Under mpirun every write of a rank is tagged separately, so a rank streams
+  // whole lines; a lone process streams token by token.
+  const bool whole_lines = !g_rank_label.empty();
+  std::string pending;
+  auto write_out = [&](const std::string& text, bool all) {
+    pending += text;
+    size_t end = pending.size();
+    if (whole_lines && !all) {
+      size_t newline = pending.rfind('\n');
+      if (newline == std::string::npos) return;
+      end = newline + 1;
+    }
+    if (end == 0) return;
+    std::fwrite(pending.data(), 1, end, stdout);
+    std::fflush(stdout);
+    pending.erase(0, end);
+  };
   auto emit = [&](const std::string& text) {
     if (text.empty()) return;
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_out(text, false);
     if (answer) *answer += text;
   };
-  auto result = generate(model, seq, input, gen, [&](int32_t id) { emit(decoder.push(id)); });
+  auto result = generate(model, seq, input, gen, [&](int32_t id) {
+    maybe_die();
+    emit(decoder.push(id));
+  });
   emit(decoder.flush());
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  write_out("\n", true);
   return result;
 }
 
@@ -652,6 +678,10 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   }
   if (o.json) a.push_back("--json");
   if (o.comm_bf16) a.push_back("--comm-bf16");
+  if (o.fail_rank >= 0) {
+    add("--fail-rank", std::to_string(o.fail_rank));
+    add("--fail-at-token", std::to_string(o.fail_at_token));
+  }
   return a;
 }
 
@@ -790,6 +820,8 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   add_plan_flags(*qwen, options->plan);
   add_reach_flags(*qwen, options->reach);
   qwen->add_flag("--rank-worker", options->rank_worker)->group("");
+  qwen->add_option("--fail-rank", options->fail_rank)->group("");
+  qwen->add_option("--fail-at-token", options->fail_at_token)->group("");
 
   qwen->callback([&ctx, options] {
     const RunOptions& o = *options;
