@@ -83,6 +83,7 @@ struct RunOptions {
   // Hidden, for the failure tests: this rank kills itself after that many tokens.
   int fail_rank = -1;
   int fail_at_token = 0;
+  bool profile = false;
 };
 
 // "rank 1 (h02)" inside a rank worker, so every message names where it came from.
@@ -333,6 +334,49 @@ std::vector<int32_t> shared_stop_ids(const Model& model, const std::optional<Tok
   return stop_ids_for(model.config(), extra);
 }
 
+// --profile: every rank's per-layer time, split into compute and allreduce,
+// gathered to rank 0 and printed on stderr (XFT_COMM_TIME's question: how much
+// of a token is communication?). Collective.
+void report_profile(Model& model, Communicator* comm) {
+  const auto& layers = model.profile();
+  std::vector<double> mine;
+  for (const auto& l : layers) mine.insert(mine.end(), {l.total_ms - l.allreduce_ms, l.allreduce_ms});
+  const int ranks = model.comm().size();
+  std::vector<double> all(mine.size() * static_cast<size_t>(ranks));
+  model.comm().allgather(mine.data(), mine.size() * sizeof(double), all.data());
+  if (!is_leader(comm)) return;
+  // One write: under mpirun each write is tagged on its own.
+  char* text = nullptr;
+  size_t text_size = 0;
+  FILE* out = open_memstream(&text, &text_size);
+  if (!out) return;
+  auto at = [&](int rank, size_t layer, int what) { return all[static_cast<size_t>(rank) * mine.size() + layer * 2 + what]; };
+  std::fprintf(out, "profile: milliseconds over the run, per rank: compute / allreduce\n%-6s", "layer");
+  for (int r = 0; r < ranks; ++r) std::fprintf(out, "  %21s", ("rank " + std::to_string(r)).c_str());
+  std::fprintf(out, "\n");
+  std::vector<double> compute(ranks, 0.0), comm_ms(ranks, 0.0);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    std::fprintf(out, "%-6s", l + 1 == layers.size() ? "head" : std::to_string(l).c_str());
+    for (int r = 0; r < ranks; ++r) {
+      std::fprintf(out, "  %10.2f / %8.2f", at(r, l, 0), at(r, l, 1));
+      compute[r] += at(r, l, 0);
+      comm_ms[r] += at(r, l, 1);
+    }
+    std::fprintf(out, "\n");
+  }
+  std::fprintf(out, "%-6s", "total");
+  for (int r = 0; r < ranks; ++r) std::fprintf(out, "  %10.2f / %8.2f", compute[r], comm_ms[r]);
+  std::fprintf(out, "\n%-6s", "comm");
+  for (int r = 0; r < ranks; ++r) {
+    const double total = compute[r] + comm_ms[r];
+    std::fprintf(out, "  %20.1f%%", total > 0 ? 100.0 * comm_ms[r] / total : 0.0);
+  }
+  std::fprintf(out, "\n");
+  std::fclose(out);
+  std::fwrite(text, 1, text_size, stderr);
+  std::free(text);
+}
+
 void run_prompt(Context& ctx, const RunOptions& o, Communicator* comm) {
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
@@ -351,9 +395,11 @@ void run_prompt(Context& ctx, const RunOptions& o, Communicator* comm) {
   share_ids(comm, ids);
   auto stop_ids = shared_stop_ids(model, *tok, comm);
   auto seq = model.new_sequence();
+  if (o.profile) model.enable_profile(true);
   auto result = stream_answer(model, *seq, tok->has_value() ? &**tok : nullptr, ids, o, stop_ids, nullptr);
   if (!result) return fail(ctx, result.error().message);
   if (is_leader(comm)) print_stats(*result);
+  if (o.profile) report_profile(model, comm);
 }
 
 // One chat turn as rank 0 sends it: keep `common` cached positions, then feed `ids`.
@@ -559,6 +605,7 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
   }
   std::vector<double> first, steps;
   for (int i = 0; i < o.warmup + o.iters; ++i) {
+    if (o.profile && i == o.warmup) model.enable_profile(true);
     auto it = bench_once(model, o);
     if (!it) return fail(ctx, it.error().message);
     if (i < o.warmup) continue;
@@ -573,6 +620,7 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
   const double prefill_tps = 1000.0 * o.batch_size * o.input_tokens / first_ms;
   const uint64_t weight_bytes = model.weight_bytes();
   const double weight_gbps = next_ms > 0 ? weight_bytes / (next_ms * 1e6) : 0.0;
+  if (o.profile) report_profile(model, comm);
   const std::vector<int64_t> rss_kib = resident_per_rank(model);
   if (!is_leader(comm)) return;
   nlohmann::json rss_mib = nlohmann::json::array();
@@ -678,6 +726,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   }
   if (o.json) a.push_back("--json");
   if (o.comm_bf16) a.push_back("--comm-bf16");
+  if (o.profile) a.push_back("--profile");
   if (o.fail_rank >= 0) {
     add("--fail-rank", std::to_string(o.fail_rank));
     add("--fail-at-token", std::to_string(o.fail_at_token));
@@ -816,6 +865,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   ranks->add_option("--comm", options->comm, "allreduce between ranks: mpi, shm (one host), hier (shm inside hosts, MPI across), auto, or a selection")
       ->capture_default_str();
   ranks->add_flag("--comm-bf16", options->comm_bf16, "send activations as bf16 in the allreduce");
+  ranks->add_flag("--profile", options->profile, "per-layer compute and allreduce time of every rank, and the communication share");
   ranks->add_flag("--dry-run", options->dry_run, "print the mpirun command instead of running it");
   add_plan_flags(*qwen, options->plan);
   add_reach_flags(*qwen, options->reach);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <thread>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -366,7 +367,16 @@ std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
 }
 
 void Model::allreduce(float* data, size_t n) {
-  if (comm_->size() > 1) comm_->allreduce_sum(data, n);
+  if (comm_->size() <= 1) return;
+  if (!allreduce_clock_) return comm_->allreduce_sum(data, n);
+  auto start = std::chrono::steady_clock::now();
+  comm_->allreduce_sum(data, n);
+  *allreduce_clock_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Model::enable_profile(bool on) {
+  profiling_ = on;
+  profile_.assign(on ? config_.layers + 1 : 0, LayerTime{});
 }
 
 void Model::embed(std::span<const int32_t> tokens, float* out) {
@@ -477,7 +487,18 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   act_.resize(static_cast<size_t>(m) * mlp_rows_);
 
   embed(tokens_, hidden_.data());
-  for (int l = 0; l < config_.layers; ++l) run_layer(layers_[l], l, chunks, m);
+  for (int l = 0; l < config_.layers; ++l) {
+    if (!profiling_) {
+      run_layer(layers_[l], l, chunks, m);
+      continue;
+    }
+    auto start = std::chrono::steady_clock::now();
+    allreduce_clock_ = &profile_[l].allreduce_ms;
+    run_layer(layers_[l], l, chunks, m);
+    allreduce_clock_ = nullptr;
+    profile_[l].total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  const auto head_start = std::chrono::steady_clock::now();
   for (const Chunk& chunk : chunks) {
     auto& seq_tokens = chunk.sequence->tokens_;
     seq_tokens.insert(seq_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
@@ -502,6 +523,9 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   const size_t vocab_local = partition_.vocab.size();
   logits_.resize(rows * vocab_local);
   lm_head_.forward(last_.data(), rows, logits_.data(), *pool_);
+  if (profiling_)
+    profile_.back().total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_start).count();
   return std::span<float>(logits_.data(), logits_.size());
 }
 

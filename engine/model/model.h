@@ -111,6 +111,16 @@ class Model {
   // Full-vocabulary rows from every rank's slice rows (collective).
   std::vector<float> gather_vocab(std::span<const float> local_rows, int rows);
 
+  // Time spent per layer in forward passes since enable_profile(true): all of
+  // it, and the part spent in allreduce (waiting for peers included). The
+  // last entry is the final norm and the vocabulary head.
+  struct LayerTime {
+    double total_ms = 0.0;
+    double allreduce_ms = 0.0;
+  };
+  void enable_profile(bool on);
+  const std::vector<LayerTime>& profile() const { return profile_; }
+
  private:
   struct Layer {
     std::vector<float> ln_1, ln_2, q_norm, k_norm;
@@ -141,6 +151,10 @@ class Model {
   std::vector<float> ln_f_;
   Linear lm_head_;
   RopeTable rope_;
+
+  bool profiling_ = false;
+  std::vector<LayerTime> profile_;
+  double* allreduce_clock_ = nullptr;  // where allreduce() adds its time while profiling
 
   // Scratch reused across calls.
   std::vector<int32_t> tokens_;

@@ -93,6 +93,14 @@ done
 check_ranks "local 2 ranks (mpi)" qwen2-tiny-s7 --local 2 --comm mpi --cores-per-rank 1
 check_ranks "local 2 ranks (shm)" qwen2-tiny-s7 --local 2 --comm shm --cores-per-rank 1
 
+step "--profile: per-layer compute and allreduce time of every rank"
+"$X" run qwen --model "$shared/qwen2-tiny-s7" --local 2 --cores-per-rank 1 --raw --greedy --max-new-tokens 4 \
+  --prompt "hi" --profile >/dev/null 2>"$TEST_TMP/profile" || fail "--profile run: $(cat "$TEST_TMP/profile")"
+profile=$(sed 's/^\[0 [^]]*\] //' "$TEST_TMP/profile")
+assert_contains "$profile" "profile: milliseconds over the run, per rank: compute / allreduce" "profile header"
+assert_eq 5 "$(grep -cE '^(0|1|head|total) +[0-9.]+ / +[0-9.]+ +[0-9.]+ / +[0-9.]+$' <<<"$profile")" "profile rows: 2 layers, head, total, 2 ranks each"
+grep -qE '^comm +[0-9.]+% +[0-9.]+%$' <<<"$profile" || fail "profile: no communication share per rank: $profile"
+
 step "4 test hosts through the inventory"
 start_cluster 4 --auth key
 kh=$TEST_TMP/known_hosts
