@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 
 #include "launcher/ssh_transport.h"
 #include "launcher/mpirun.h"
@@ -162,6 +163,20 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
     return exit_error;
   }
   if (result->ok()) return exit_ok;
+  // mpirun could not start its daemon on a host: name the host, as ping would.
+  if (!result->failure && !result->timed_out && !result->interrupted) {
+    static const std::regex ssh_failed(R"(ssh: connect to host (\S+) port \d+: ([^\r\n]*))");  // ssh ends it with \r
+    std::smatch m;
+    for (const auto& line : result->mpirun_messages) {
+      if (!std::regex_search(line, m, ssh_failed)) continue;
+      std::string host = m[1];
+      for (const auto& h : plan.hosts)
+        if (h.address == host) host = h.name + " (" + h.address + ")";
+      std::fprintf(stderr, "xftctl: %s: %s is unreachable: mpirun's ssh said \"%s\"; check it with xftctl ping\n",
+                   run.what.c_str(), host.c_str(), std::string(m[2]).c_str());
+      return exit_unreachable;
+    }
+  }
   // Without a named rank, mpirun's own words are the best explanation.
   if (!result->failure && !result->timed_out)
     for (const auto& line : result->mpirun_messages) std::fprintf(stderr, "%s\n", line.c_str());

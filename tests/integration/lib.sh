@@ -28,6 +28,10 @@ unset XFTCTL_KNOWN_HOSTS XFTCTL_INVENTORY XDG_CONFIG_HOME
 XFT_TEST_PASSWORD="xft-$(od -An -N9 -tx1 /dev/urandom | tr -d ' \n')"
 export XFT_TEST_PASSWORD
 _LIB_BACKGROUND_PIDS=()
+_LIB_CLEANUP_PATHS=()
+# remove_on_exit PATH: removed with the cluster and TEST_TMP when the test ends
+# (for files outside TEST_TMP, e.g. under /run where every test host sees them).
+remove_on_exit() { _LIB_CLEANUP_PATHS+=("$@"); }
 
 _lib_cleanup() {
   local rc=$?
@@ -39,7 +43,7 @@ _lib_cleanup() {
     fi
     bash "$CLUSTER_SH" stop "$CLUSTER_DIR" >/dev/null 2>&1 || true
   fi
-  rm -rf "$TEST_TMP"
+  rm -rf "$TEST_TMP" "${_LIB_CLEANUP_PATHS[@]}"
   exit "$rc"
 }
 trap _lib_cleanup EXIT

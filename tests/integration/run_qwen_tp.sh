@@ -17,7 +17,7 @@ golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
 # Every host sees /run (the test hosts have a private /tmp and /root), so the
 # binary the ranks run and the models live there.
 shared=$(mktemp -d /run/xft-tp-test-XXXXXX)
-trap 'rc=$?; rm -rf "$shared"; (exit $rc); _lib_cleanup' EXIT
+remove_on_exit "$shared"
 INV=()  # -i INVENTORY once the cluster runs
 cp "$XFTCTL" "$shared/xftctl"
 X=$shared/xftctl
