@@ -93,6 +93,14 @@ done
 check_ranks "local 2 ranks (mpi)" qwen2-tiny-s7 --local 2 --comm mpi --cores-per-rank 1
 check_ranks "local 2 ranks (shm)" qwen2-tiny-s7 --local 2 --comm shm --cores-per-rank 1
 
+step "--chat across 2 ranks: the same conversation as one rank (stdin reaches rank 0)"
+chat_in=$'hello\n/reset\nwhat is rdma\n/exit\n'
+one=$("$X" run qwen --model "$shared/qwen2-tiny-s7" --chat --greedy --max-new-tokens 6 <<<"$chat_in" 2>/dev/null)
+two=$("$X" run qwen --model "$shared/qwen2-tiny-s7" --chat --greedy --max-new-tokens 6 --local 2 --cores-per-rank 1 \
+        <<<"$chat_in" 2>"$TEST_TMP/chat.err") || fail "chat on 2 ranks: $(cat "$TEST_TMP/chat.err")"
+assert_contains "$one" "(conversation reset)" "one-rank chat ran"
+assert_eq "$one" "$two" "chat transcript, 1 rank vs 2 ranks"
+
 step "--profile: per-layer compute and allreduce time of every rank"
 "$X" run qwen --model "$shared/qwen2-tiny-s7" --local 2 --cores-per-rank 1 --raw --greedy --max-new-tokens 4 \
   --prompt "hi" --profile >/dev/null 2>"$TEST_TMP/profile" || fail "--profile run: $(cat "$TEST_TMP/profile")"
@@ -108,9 +116,11 @@ kh=$TEST_TMP/known_hosts
 INV=(-i "$CLUSTER_INVENTORY")
 net=(--known-hosts "$kh" --cores-per-rank 1 --ranks-per-host 1)
 check_ranks "1 host" qwen2-tiny-s7 "${net[@]}" --hosts h01
-check_ranks "2 hosts" qwen2-tiny-s7 "${net[@]}" --hosts h01,h02 --comm mpi
-check_ranks "3 hosts (uneven heads)" qwen2-tiny-s7 "${net[@]}" --hosts "h0[1-3]" --comm mpi
-for name in "${models[@]}"; do check_ranks "4 hosts" "$name" "${net[@]}" --comm mpi; done
+for name in "${models[@]}"; do
+  check_ranks "2 hosts" "$name" "${net[@]}" --hosts h01,h02 --comm mpi
+  check_ranks "3 hosts (uneven heads)" "$name" "${net[@]}" --hosts "h0[1-3]" --comm mpi
+  check_ranks "4 hosts" "$name" "${net[@]}" --comm mpi
+done
 
 step "hierarchical: 2 hosts x 2 ranks"
 hier=(--known-hosts "$kh" --cores-per-rank 1 --ranks-per-host 2 --hosts h01,h02 --comm hier)
