@@ -50,7 +50,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # start_fresh_cluster NAME: a new cluster of $hosts hosts in $work/NAME.
 start_fresh_cluster() {
   cluster_dir="$work/$1"
-  bash "$cluster_sh" start "$cluster_dir" -n "$hosts" --auth password --share-all --owner $$ >/dev/null
+  bash "$cluster_sh" start "$cluster_dir" -n "$hosts" --auth password --share-all --private /etc/xftctl --owner $$ >/dev/null
   # shellcheck source=/dev/null
   source "$cluster_dir/cluster.env"
 }

@@ -9,7 +9,7 @@ packages=(
   libnuma-dev numactl libdnnl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
-  jq libssl-dev
+  jq libssl-dev rdma-core ibverbs-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,186 @@
+// package and mount: the host's package manager and its mount table.
+#include <set>
+#include <sstream>
+
+#include "playbooks/sync.h"
+#include "playbooks/task_args.h"
+
+namespace xft::playbooks {
+
+using namespace detail;
+
+namespace {
+
+// Package names for one manager: a plain list, or {apt: [...], dnf: [...], yum: [...]}.
+std::vector<std::string> names_for(const nlohmann::json& names, const std::string& manager) {
+  if (!names.is_object()) return arg_list(names);
+  if (names.contains(manager)) return arg_list(names[manager]);
+  if (manager == "yum" && names.contains("dnf")) return arg_list(names["dnf"]);
+  if (manager == "dnf" && names.contains("yum")) return arg_list(names["yum"]);
+  return {};
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += " " + shell_quote(name);
+  return text;
+}
+
+// One round trip: which manager, and which of its packages are installed
+// ("manager" on the first line, then one installed name per line).
+std::string probe_script(const nlohmann::json& names) {
+  auto apt = quoted_list(names_for(names, "apt"));
+  auto rpm_dnf = quoted_list(names_for(names, "dnf"));
+  auto rpm_yum = quoted_list(names_for(names, "yum"));
+  return "if command -v apt-get >/dev/null 2>&1; then echo apt;"
+         " dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' --" + apt +
+         " 2>/dev/null | sed -n 's/^ii  *//p';"
+         " elif command -v dnf >/dev/null 2>&1; then echo dnf; rpm -q --qf '%{NAME}\\n'" + rpm_dnf +
+         " 2>/dev/null | grep -v ' ';"
+         " elif command -v yum >/dev/null 2>&1; then echo yum; rpm -q --qf '%{NAME}\\n'" + rpm_yum +
+         " 2>/dev/null | grep -v ' ';"
+         " else echo none; fi";
+}
+
+std::string install_command(const std::string& manager, const std::vector<std::string>& names, bool remove) {
+  auto list = quoted_list(names);
+  if (manager == "apt") {
+    if (remove) return "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q" + list;
+    std::string install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends" + list;
+    // A host that never ran apt-get update has no package lists yet.
+    return install + " || { apt-get update -q && " + install + "; }";
+  }
+  return manager + (remove ? " remove -y" : " install -y") + list;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+}  // namespace
+
+TaskResult run_package(const nlohmann::json& args, TaskEnv& env) {
+  auto state = arg(args, "state", "present");
+  if (state != "present" && state != "absent") return failed("state '" + state + "' is not present or absent");
+  auto probe = env.session.run(probe_script(args["name"]));
+  if (!probe) return from_error(probe.error());
+  std::istringstream lines(probe->out);
+  std::string manager;
+  std::getline(lines, manager);
+  if (manager == "none" || manager.empty())
+    return failed("no apt-get, dnf or yum on the host (install the packages by hand or skip this step)");
+  std::set<std::string> installed;
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) installed.insert(line);
+  auto names = names_for(args["name"], manager);
+  std::vector<std::string> todo;
+  for (const auto& name : names)
+    if ((installed.count(name) > 0) == (state == "absent")) todo.push_back(name);
+  TaskResult result;
+  result.data["package_manager"] = manager;
+  if (todo.empty()) {
+    result = outcome(false, manager + ": " + (names.empty() ? "nothing to do" : join(names) + " " +
+                                                                                    (state == "absent" ? "absent" : "installed")));
+    result.data["package_manager"] = manager;
+    return result;
+  }
+  std::string verb = state == "absent" ? "remove" : "install";
+  if (env.check) return outcome(true, manager + ": would " + verb + " " + join(todo));
+  auto ran = env.session.run(install_command(manager, todo, state == "absent"));
+  if (!ran) return from_error(ran.error());
+  if (ran->exit_status != 0) {
+    std::string err = ran->err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    auto last = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+    return failed(manager + " " + verb + " " + join(todo) + ": exit " + std::to_string(ran->exit_status) + ": " + last);
+  }
+  result = outcome(true, manager + ": " + (state == "absent" ? "removed " : "installed ") + join(todo));
+  result.data["package_manager"] = manager;
+  return result;
+}
+
+std::string merge_fstab(const std::string& current, const std::string& mount_point, const std::string& line) {
+  std::istringstream in(current);
+  std::string out;
+  bool placed = false;
+  for (std::string have; std::getline(in, have);) {
+    std::istringstream words(have);
+    std::string source, target;
+    words >> source >> target;
+    if (!source.empty() && source[0] != '#' && target == mount_point) {
+      if (!placed) out += line + "\n";
+      placed = true;
+      continue;
+    }
+    out += have + "\n";
+  }
+  if (!placed) out += line + "\n";
+  return out;
+}
+
+TaskResult run_mount(const nlohmann::json& args, TaskEnv& env) {
+  auto path = arg(args, "path"), source = arg(args, "src"), fstype = arg(args, "fstype");
+  auto options = arg(args, "opts", "defaults");
+  auto state = arg(args, "state", "mounted");
+  auto fstab = arg(args, "fstab", "/etc/fstab");
+  if (state != "mounted" && state != "present")
+    return failed("state '" + state + "' is not mounted or present");
+  std::string line = source + " " + path + " " + fstype + " " + options + " 0 0";
+  auto current = read_remote_file(env.session, fstab);
+  if (!current) return from_error(current.error());
+  auto fstab_change =
+      ensure_remote_file(env.session, fstab, merge_fstab(current->content, path, line), std::nullopt, env.check);
+  if (!fstab_change) return from_error(fstab_change.error());
+  std::string what = fstab_change->changed ? fstab + " entry" : "";
+  std::string diff = fstab_change->diff;
+  if (state == "mounted") {
+    auto probe = env.session.run("findmnt -rn -o SOURCE --mountpoint " + shell_quote(path) + " || true");
+    if (!probe) return from_error(probe.error());
+    std::string mounted = probe->out.substr(0, probe->out.find('\n'));
+    if (!mounted.empty() && mounted != source)
+      return failed(path + " is mounted from " + mounted + ", not " + source + " (unmount it first: umount " + path + ")");
+    if (mounted.empty()) {
+      what += std::string(what.empty() ? "" : ", ") + "mounted";
+      if (!env.check) {
+        auto ran = env.session.run("mkdir -p " + shell_quote(path) + " && mount " + shell_quote(path));
+        if (!ran) return from_error(ran.error());
+        if (ran->exit_status != 0)
+          return failed("mount " + path + ": " + ran->err.substr(0, ran->err.find('\n')));
+      }
+    }
+  }
+  if (what.empty()) return outcome(false, path + " from " + source);
+  return outcome(true, path + ": " + (env.check ? "would change " : "") + what, diff);
+}
+
+TaskResult run_task_kind(TaskKind kind, const nlohmann::json& args, TaskEnv& env) {
+  switch (kind) {
+    case TaskKind::command: return run_command(args, env, false);
+    case TaskKind::shell: return run_command(args, env, true);
+    case TaskKind::package: return run_package(args, env);
+    case TaskKind::file: return run_file(args, env);
+    case TaskKind::copy: return run_copy(args, env);
+    case TaskKind::template_file: return run_template(args, env);
+    case TaskKind::block: return run_block(args, env);
+    case TaskKind::authorized_key: return run_authorized_key(args, env);
+    case TaskKind::known_hosts: return run_known_hosts(args, env);
+    case TaskKind::mount: return run_mount(args, env);
+    case TaskKind::sync: return run_sync(args, env);
+  }
+  return failed("unknown task kind");
+}
+
+const char* status_name(TaskStatus status) {
+  switch (status) {
+    case TaskStatus::ok: return "ok";
+    case TaskStatus::changed: return "changed";
+    case TaskStatus::failed: return "failed";
+    case TaskStatus::unreachable: return "unreachable";
+    case TaskStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+}  // namespace xft::playbooks
