@@ -43,6 +43,12 @@ Expected<std::string> data_dir() {
                     " or in ../share/xftctl (reinstall xftctl, or set XFTCTL_DATA_DIR)");
 }
 
+// "xftctl: " before each line of a (possibly multi-line) error.
+void print_error_lines(const std::string& message) {
+  std::stringstream lines(message);
+  for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "xftctl: %s\n", line.c_str());
+}
+
 std::set<std::string> split_tags(const std::vector<std::string>& items) {
   std::set<std::string> tags;
   for (const auto& item : items) {
@@ -95,7 +101,7 @@ Expected<nlohmann::json> parse_extra_vars(const std::vector<std::string>& items)
 
 void run_playbook_command(Context& ctx, const ReachFlags& reach, const PlayFlags& flags) {
   auto fail = [&](const std::string& message) {
-    std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+    print_error_lines(message);
     ctx.exit_code = exit_error;
   };
   auto book = playbooks::load_playbook(flags.file);
@@ -149,7 +155,7 @@ Expected<std::string> control_public_key(bool check) {
 
 void run_setup_hosts(Context& ctx, const ReachFlags& reach, const PlayFlags& flags) {
   auto fail = [&](const std::string& message) {
-    std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+    print_error_lines(message);
     ctx.exit_code = exit_error;
   };
   auto path = inventory::locate_inventory(ctx.inventory_flag);
