@@ -1,5 +1,7 @@
 // Errors as values: a minimal stand-in for C++23 std::expected, so that inner
 // code returns failures and only the command layer turns them into exits.
+// The error type defaults to Error (a message); code that must tell failures
+// apart uses its own (launcher::Remote<T> = Expected<T, RemoteError>).
 #pragma once
 
 #include <string>
@@ -12,11 +14,11 @@ struct Error {
   std::string message;
 };
 
-template <class T>
+template <class T, class E = Error>
 class Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}
-  Expected(Error error) : state_(std::move(error)) {}
+  Expected(E error) : state_(std::move(error)) {}
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -29,23 +31,23 @@ class Expected {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { return std::get<1>(state_); }
+  const E& error() const { return std::get<1>(state_); }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
-template <>
-class Expected<void> {
+template <class E>
+class Expected<void, E> {
  public:
   Expected() = default;
-  Expected(Error error) : error_(std::move(error)), ok_(false) {}
+  Expected(E error) : error_(std::move(error)), ok_(false) {}
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { return error_; }
+  const E& error() const { return error_; }
 
  private:
-  Error error_;
+  E error_;
   bool ok_ = true;
 };
 

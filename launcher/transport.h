@@ -41,39 +41,7 @@ struct RemoteError {
 
 // Expected<T> with a classified error.
 template <class T>
-class Remote {
- public:
-  Remote(T value) : state_(std::move(value)) {}
-  Remote(RemoteError error) : state_(std::move(error)) {}
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  const RemoteError& error() const { return std::get<1>(state_); }
-
- private:
-  std::variant<T, RemoteError> state_;
-};
-
-template <>
-class Remote<void> {
- public:
-  Remote() = default;
-  Remote(RemoteError error) : error_(std::move(error)), ok_(false) {}
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const RemoteError& error() const { return error_; }
-
- private:
-  RemoteError error_;
-  bool ok_ = true;
-};
+using Remote = Expected<T, RemoteError>;
 
 struct CommandResult {
   int exit_status = 0;  // 255 when the remote side reported none (killed by a signal)
