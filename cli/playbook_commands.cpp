@@ -135,7 +135,7 @@ Expected<std::string> control_public_key(bool check) {
   std::string key = launcher::xftctl_config_dir() + "/id_ed25519";
   if (!fs::exists(key)) {
     if (check) {
-      std::printf("control node: would create %s (check mode)\n", key.c_str());
+      std::fprintf(stderr, "xftctl: control node: would create %s (check mode)\n", key.c_str());
       return std::string();
     }
     fs::create_directories(launcher::xftctl_config_dir());
@@ -144,7 +144,7 @@ Expected<std::string> control_public_key(bool check) {
                           "' </dev/null >/dev/null 2>&1";
     if (std::system(command.c_str()) != 0 || !fs::exists(key + ".pub"))
       return make_error("cannot create the control key " + key + " with ssh-keygen (is openssh-client installed?)");
-    std::printf("control node: created %s\n", key.c_str());
+    std::fprintf(stderr, "xftctl: control node: created %s\n", key.c_str());
   }
   std::ifstream in(key + ".pub");
   std::string line;

@@ -80,6 +80,12 @@ for h in "${H[@]}"; do
   assert_eq 0 "$(field "$h" failed)" "failed on $h in the second run"
 done
 
+step "--json: one document, the same recap"
+xft setup hosts --json
+assert_eq 0 "$RC" "json run exit code"
+assert_eq '[0,0,0,0]' "$(jq -c '[.recap[] | .changed + .failed + .unreachable]' <<<"$OUT")" "json recap"
+assert_eq "setup hosts" "$(jq -r .play <<<"$OUT")" "json play name"
+
 step "--check changes nothing on disk and says what would change"
 host_run h03 rm /root/.ssh/known_hosts
 host_run h04 sh -c 'grep -v " h01\$" /etc/hosts > /tmp/hosts.new && cat /tmp/hosts.new > /etc/hosts'
