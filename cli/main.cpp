@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add_topology_commands(app, ctx);
   add_run_commands(app, ctx);
   add_sync_commands(app, ctx);
+  add_check_commands(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# xftctl check fabric on a 6-host namespace test cluster.
+#  1. h01-h04 as they are: every host check PASSes and the real libfabric
+#     tcp;ofi_rxm ping-pong of every ordered pair fills both matrices; exit 0.
+#  2. New TCP connections from h02 to h03 dropped (iptables in h03's network
+#     namespace): h02 -> h03 FAILs (tcp, ssh, libfabric) with the firewall fix,
+#     h03 -> h02 still PASSes, within the pair timeouts; exit 1.
+#  3. Recorded sysfs trees (tests/data/fabric) mounted over /sys/class of each
+#     host, the stub eadm and fi_info over /usr/local/bin, memlock set on the
+#     host's sshd: eRDMA ok, eRDMA with cc unset, EFA, irdma/psm3, memlock
+#     64 KiB, port DOWN. Each host's verdicts and fix lines are exact; the cc
+#     fix line, run on the host, makes its check PASS.
+source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
+DATA=$XFT_SOURCE_DIR/tests/data/fabric
+
+# Test hosts have a private /tmp: the pair workers run a copy from /run.
+bin_dir=$(mktemp -d /run/xft-check-fabric-XXXXXX)
+remove_on_exit "$bin_dir"
+cp "$XFTCTL" "$bin_dir/xftctl"
+export XDG_CACHE_HOME=$TEST_TMP/cache
+
+start_cluster 6 --auth key
+xft ping --accept-new-host-keys
+assert_eq 0 "$RC" "ping (trust the test hosts' keys)"
+
+common=(--remote-xftctl "$bin_dir/xftctl" --sizes 8,256K --iterations 50 --pair-timeout 2)
+# "host-or-pair|check|verdict|observed|fix" per check, from --json.
+rows() { jq -r '.checks[] | [(.host // .pair), .check, .verdict, .observed, .fix] | join("|")' <<<"$1"; }
+verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")' <<<"$1"; }
+
+step "1. four clean hosts: every check PASSes, both matrices filled"
+xft check fabric --hosts 'h[01-04]' "${common[@]}"
+assert_eq 0 "$RC" "exit code of a clean check (stderr: $ERR)"
+assert_contains "$OUT" "4 hosts: " "summary line"
+assert_contains "$OUT" " 0 WARN, 0 FAIL" "nothing WARNs or FAILs"
+for h in h01 h02 h03 h04; do
+  addr=$(host_var "$h" ADDR)
+  grep -qE "^$h +address +PASS +$addr/24 on eth0$" <<<"$OUT" || fail "$h address row in:
+$OUT"
+done
+latency=$(sed -n '/^latency, 8 B/,/^$/p' <<<"$OUT")
+bandwidth=$(sed -n '/^bandwidth, 256 KiB/,/^$/p' <<<"$OUT")
+# Every off-diagonal cell a number, the diagonal "-".
+cells=$(awk 'NR > 2 && NF {for (i = 2; i <= NF; i++) print NR - 2, i - 1, $i}' <<<"$latency" | grep -v '^$')
+assert_eq 16 "$(wc -l <<<"$cells")" "latency matrix has 4x4 cells:
+$latency"
+assert_eq 4 "$(awk '$1 == $2 && $3 == "-"' <<<"$cells" | wc -l)" "latency diagonal"
+assert_eq 12 "$(awk '$1 != $2 && $3 ~ /^[0-9]+\.[0-9]$/' <<<"$cells" | wc -l)" "12 measured latencies:
+$latency"
+assert_eq 12 "$(awk 'NR > 2 && NF {for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9]$/) n++} END {print n}' <<<"$bandwidth")" \
+  "12 measured bandwidths:
+$bandwidth"
+xft check fabric --hosts 'h[01-02]' "${common[@]}" --json
+assert_eq 0 "$RC" "--json exit code"
+assert_eq "h01 -> h02|tcp|PASS
+h01 -> h02|ssh|PASS
+h01 -> h02|libfabric tcp;ofi_rxm|PASS
+h02 -> h01|tcp|PASS
+h02 -> h01|ssh|PASS
+h02 -> h01|libfabric tcp;ofi_rxm|PASS" "$(verdicts "$OUT" | grep ' -> ')" "pair checks in JSON"
+assert_eq '["h01","h02"]|2|true|true' \
+  "$(jq -c '[.latency_us.hosts, (.latency_us.values | length), (.latency_us.values[0][1] > 0), (.bandwidth_gbps.values[1][0] > 0)] | map(tostring) | join("|")' <<<"$OUT" | tr -d '"' | sed 's/\[h01,h02\]/["h01","h02"]/')" \
+  "matrices in JSON"
+
+step "2. new connections h02 -> h03 dropped: that direction FAILs, the other PASSes"
+h02=$(host_var h02 ADDR)
+ip netns exec "$(host_var h03 NS)" iptables -A INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
+start=$SECONDS
+xft check fabric --hosts 'h[01-04]' "${common[@]}" --json
+took=$((SECONDS - start))
+assert_eq 1 "$RC" "exit code with a blocked pair"
+all=$(rows "$OUT")
+h03_port=$(grep '^h02 -> h03|tcp|' <<<"$all" | sed 's/.*|port \([0-9]*\):.*/\1/')
+assert_eq "h02 -> h03|tcp|FAIL|port $h03_port: timed out after 2 s|allow all traffic inside the security group (here: new TCP connections from h02 to h03; see \`iptables -S\` / \`nft list ruleset\` on h03)
+h02 -> h03|ssh|FAIL|port 22: timed out after 2 s|allow TCP port 22 from h02 to h03 (security group, firewall)" \
+  "$(grep '^h02 -> h03|\(tcp\|ssh\)|' <<<"$all")" "the blocked direction's tcp and ssh rows"
+assert_contains "$(grep '^h02 -> h03|libfabric' <<<"$all")" \
+  "h02 -> h03|libfabric tcp;ofi_rxm|FAIL|no answer to the first message within 2 s" "the blocked direction's libfabric row"
+assert_eq "h03 -> h02|tcp|PASS
+h03 -> h02|ssh|PASS
+h03 -> h02|libfabric tcp;ofi_rxm|PASS" "$(verdicts "$OUT" | grep '^h03 -> h02|')" "the other direction still works"
+assert_eq 3 "$(verdicts "$OUT" | grep -c 'FAIL$')" "only the blocked direction FAILs"
+assert_eq "null" "$(jq -c '.latency_us.values[1][2]' <<<"$OUT")" "no latency for h02 -> h03"
+((took < 90)) || fail "a blocked pair must cost its timeouts, not more: the run took ${took}s"
+xft check fabric --hosts 'h[02-03]' "${common[@]}"
+grep -qE '^h02 +- +FAIL$' <<<"$OUT" || fail "the text matrix marks the blocked cell:
+$OUT"
+ip netns exec "$(host_var h03 NS)" iptables -D INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
+
+step "3. recorded sysfs trees and stub tools: each host's verdicts and fix lines"
+# install_tree HOST SCENARIO FI_INFO_FLAVOR MEMLOCK [EADM_CC]
+install_tree() {
+  local host=$1 scenario=$2 flavor=$3 memlock=$4 cc=${5:-1}
+  local bin=$CLUSTER_DIR/hosts/$host/fabric-bin
+  mkdir -p "$bin"
+  cp "$DATA/stubs/fi_info" "$DATA/stubs/eadm" "$bin/"
+  echo "$flavor" >"$bin/fi_info.flavor"
+  printf 'erdma_0 cc %s\nerdma_0 dack 0\n' "$cc" >"$bin/eadm.conf"
+  host_run "$host" sh -c "mount -t tmpfs xft-fabric /sys/class && cp -a '$DATA/$scenario/sys/class/.' /sys/class/ &&
+    mount --bind '$bin' /usr/local/bin"
+  prlimit --pid "$(host_var "$host" PID)" --memlock="$memlock"
+}
+install_tree h01 erdma-ok verbs unlimited
+install_tree h02 erdma-cc-unset verbs unlimited 0
+install_tree h03 efa efa unlimited
+install_tree h04 irdma-psm3 psm3 unlimited
+install_tree h05 erdma-ok verbs $((64 * 1024))
+install_tree h06 erdma-port-down verbs unlimited
+awk '{print} /^  - name: h0[1256]$/ {print "    fabric: {provider: \"verbs;ofi_rxm\"}"}
+     /^  - name: h03$/ {print "    fabric: {provider: efa}"} /^  - name: h04$/ {print "    fabric: {provider: psm3}"}' \
+  "$CLUSTER_INVENTORY" >"$TEST_TMP/fabric.yaml"
+CLUSTER_INVENTORY=$TEST_TMP/fabric.yaml
+
+xft check fabric --no-pairs --json
+assert_eq 1 "$RC" "exit code with FAILing hosts"
+all=$(rows "$OUT")
+bad=$(grep -v '|PASS|' <<<"$all" || true)
+assert_eq "h02|cc erdma_0|WARN|0 (not CUBIC)|eadm conf -d erdma_0 -t cc -v 1
+h04|nic-numa|WARN|irdma0 on node 1, ranks on 0|put a rank beside the NIC: \`ranks: per-numa\` for h04 in the inventory
+h05|memlock|FAIL|64 KiB (RDMA registration needs unlimited)|add \`* - memlock unlimited\` to /etc/security/limits.conf and log in again
+h06|device erdma_0|FAIL|erdma, port 1 DOWN Disabled, Ethernet, NUMA 0, eth0|bring the link up: \`ip link set eth0 up\`; if it stays DOWN, the ERI is not attached to the instance (ECS console: bind an eRDMA interface)" \
+  "$bad" "every WARN and FAIL with its fix"
+assert_eq "h01|libfabric|PASS|1.17.0|
+h01|provider|PASS|verbs;ofi_rxm FI_EP_RDM on erdma_0|
+h01|device erdma_0|PASS|erdma, port 1 ACTIVE LinkUp, Ethernet, NUMA 0, eth0|
+h01|eadm|PASS|driver 0.2.38|
+h01|cc erdma_0|PASS|1 (CUBIC)|
+h01|delayed-ack erdma_0|PASS|0 (off)|
+h01|memlock|PASS|unlimited|
+h01|interface|PASS|eth0 mtu 1500|
+h01|address|PASS|$(host_var h01 ADDR)/24 on eth0|
+h01|nic-numa|PASS|erdma_0 on node 0, ranks on 0|" "$(grep '^h01|' <<<"$all" | grep -v '^h01|\(open-mpi\|numactl\|clock\)|')" \
+  "the healthy eRDMA host, check by check"
+assert_eq "h03|libfabric|PASS|1.18.2amzn1.0|
+h03|provider|PASS|efa FI_EP_RDM on rdmap0s31-rdm|
+h03|device rdmap0s31|PASS|efa, port 1 ACTIVE LinkUp, Unspecified, NUMA 0, no interface|
+h03|memlock|PASS|unlimited|
+h03|interface|PASS|eth0 mtu 9001|" "$(grep '^h03|\(libfabric\|provider\|device\|memlock\|interface\)|' <<<"$all")" "the EFA host"
+assert_eq "h04|provider|PASS|psm3 FI_EP_RDM on psm3|
+h04|device irdma0|PASS|irdma, port 1 ACTIVE LinkUp, Ethernet, NUMA 1, eth0|" \
+  "$(grep '^h04|\(provider\|device\)|' <<<"$all")" "the irdma/psm3 host"
+assert_eq "" "$(grep '^h0[34]|\(eadm\|cc\|delayed-ack\)' <<<"$all" || true)" "no eadm checks without an eRDMA device"
+
+xft check fabric --no-pairs
+assert_contains "$OUT" "h02   cc erdma_0           WARN     0 (not CUBIC)
+      fix: eadm conf -d erdma_0 -t cc -v 1" "the text table puts the fix under its row"
+assert_contains "$OUT" "6 hosts: " "text summary"
+
+xft exec --hosts h02 -- eadm conf -d erdma_0 -t cc -v 1
+assert_eq 0 "$RC" "the fix line runs on h02 ($ERR)"
+assert_contains "$OUT" "cc set to 1" "eadm's answer"
+xft check fabric --no-pairs --hosts h02 --json
+assert_eq 0 "$RC" "h02 passes after its fix"
+assert_eq "h02|cc erdma_0|PASS|1 (CUBIC)|" "$(rows "$OUT" | grep '^h02|cc ')" "cc after the fix"
+echo "check_fabric: all checks passed"
