@@ -192,8 +192,8 @@ std::string parse_eadm_version(const std::string& output) {
 }
 
 std::optional<int> parse_eadm_value(const std::string& output) {
-  // The value is the last number eadm prints ("cc: 1", "current cc algorithm: 1").
-  static const std::regex number(R"((-?\d+)\s*$)");
+  // The value follows the last colon of a line ("cc: 1"); an error line has none.
+  static const std::regex number(R"(:\s*(-?\d+)\s*$)");
   for (const auto& line : lines_of(output)) {
     std::smatch match;
     std::string text = trim(line);

@@ -436,9 +436,9 @@ Expected<void> serve_pingpong(const PingPongOptions& options) {
   auto listener = tcp_listen(options.local_address, options.tcp_port);
   if (!listener) return listener.error();
 
-  // The client's plain TCP probe, then the name exchange on a second connection.
+  // The client's plain TCP probe (closed at once), then the name exchange.
   bool have_peer = false;
-  for (int connection = 0; connection < 2 && !have_peer; ++connection) {
+  while (!have_peer) {
     if (!wait_fd(listener->fd(), POLLIN, contact_deadline)) break;
     Socket peer(::accept4(listener->fd(), nullptr, nullptr, SOCK_CLOEXEC));
     if (peer.fd() < 0) continue;

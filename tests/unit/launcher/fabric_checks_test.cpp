@@ -146,8 +146,8 @@ TEST(FabricChecks, OutliersAreFlaggedAgainstTheMedian) {
   EXPECT_EQ(rows[0].observed, "50.00 us, median 10.50 us");
   EXPECT_EQ(format_matrix(latency, 1),
             "latency\n"
-            "from \\ to     a    b       c\n"
-            "a             -  10.0   11.0\n"
+            "from \\ to     a     b       c\n"
+            "a             -  10.0    11.0\n"
             "b          10.0     -  50.0 !\n"
             "c          12.0   9.0       -\n");
 }
