@@ -7,6 +7,7 @@
 // costs its own timeout, never the whole run. Plus the hidden
 // `xftctl check pair-worker` both ends of a pair run.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -159,16 +160,25 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   launcher::RunOptions options;
   options.timeout = std::chrono::seconds(flags.pair_timeout_s * 3 + 60);
   std::string server_error;
+  std::atomic<bool> server_done{false};
   std::thread server([&] {
     auto run = to.session->run(
         launcher::shell_join(worker_command(flags, "server", provider, to.host.address, "", port)), options);
     if (!run) server_error = run.error().message;
     else if (run->exit_status != 0) server_error = first_line(run->err);
+    server_done = true;
   });
+  // Start the client once the server listens, so the server's start-up (SSH,
+  // loading xftctl) is not charged to the pair's timeouts. The control node
+  // asks the port itself; where it cannot reach it, the client starts anyway
+  // after the wait and reports what it sees.
+  auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (!server_done && std::chrono::steady_clock::now() < ready_by &&
+         !launcher::probe_tcp(to.host.address, port, std::chrono::milliseconds(500)).ok)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto client = from.session->run(
       launcher::shell_join(worker_command(flags, "client", provider, from.host.address, to.host.address, port)),
       options);
-  server.join();
   if (!client) {
     pair.error = client.error().message;
   } else if (client->exit_status != 0) {
@@ -179,7 +189,11 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
     if (!report) pair.error = from.host.name + ": " + report.error().message;
     else pair.report = std::move(*report);
   }
+  // A server whose client never arrived would wait out its deadline.
+  if (!pair.report || !pair.report->fabric.ok) launcher::stop_server(to.host.address, port);
+  server.join();
   // A server that failed on its own (not for want of a client) says why.
+  if (!pair.report && !server_error.empty()) pair.error += "; " + to.host.name + ": " + server_error;
   if (pair.report && !pair.report->fabric.ok && !server_error.empty() &&
       server_error.find("no client reached") == std::string::npos)
     pair.report->fabric.detail += "; " + to.host.name + ": " + server_error;

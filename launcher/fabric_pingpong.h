@@ -62,8 +62,13 @@ Expected<PingPongReport> report_from_json(const std::string& text);
 
 // The server: listens on tcp_port (accepts and closes one connection) and on
 // fabric_port with libfabric, answers one client's messages, and returns when
-// the client is done or the deadline (connect_timeout * 3 + run_timeout) passes.
+// the client is done, the control node says stop (stop_server), or the
+// deadline (connect_timeout * 3 + 10 s + run_timeout) passes.
 Expected<void> serve_pingpong(const PingPongOptions& options);
+
+// Tells a server still waiting for its client to give up (the client already
+// failed to reach it), so a blocked pair costs the client's timeouts only.
+void stop_server(const std::string& address, int tcp_port);
 
 // The client: TCP, SSH port, then the libfabric exchange. Failures are in the
 // report; an Error only for bad options.

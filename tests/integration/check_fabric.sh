@@ -30,43 +30,40 @@ verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")
 
 step "1. four clean hosts: every check PASSes, both matrices filled"
 xft check fabric --hosts 'h[01-04]' "${common[@]}"
-assert_eq 0 "$RC" "exit code of a clean check (stderr: $ERR)"
-assert_contains "$OUT" "4 hosts: " "summary line"
-assert_contains "$OUT" " 0 WARN, 0 FAIL" "nothing WARNs or FAILs"
+assert_eq 0 "$RC" "exit code of a clean check (stderr: $ERR)
+$OUT"
+# Latency outliers may WARN on this shared machine; nothing may FAIL.
+grep -qE '^4 hosts: [0-9]+ PASS, [0-9]+ WARN, 0 FAIL$' <<<"$OUT" || fail "summary line in:
+$OUT"
 for h in h01 h02 h03 h04; do
   addr=$(host_var "$h" ADDR)
   grep -qE "^$h +address +PASS +$addr/24 on eth0$" <<<"$OUT" || fail "$h address row in:
 $OUT"
+  for peer in h01 h02 h03 h04; do
+    [[ $h == "$peer" ]] && continue
+    grep -qE "^$h -> $peer +libfabric tcp;ofi_rxm +PASS +[0-9.]+ us at 8 B, [0-9.]+ GB/s at 262144 B$" <<<"$OUT" ||
+      fail "$h -> $peer libfabric row in:
+$OUT"
+  done
 done
 latency=$(sed -n '/^latency, 8 B/,/^$/p' <<<"$OUT")
 bandwidth=$(sed -n '/^bandwidth, 256 KiB/,/^$/p' <<<"$OUT")
-# Every off-diagonal cell a number, the diagonal "-".
-cells=$(awk 'NR > 2 && NF {for (i = 2; i <= NF; i++) print NR - 2, i - 1, $i}' <<<"$latency" | grep -v '^$')
-assert_eq 16 "$(wc -l <<<"$cells")" "latency matrix has 4x4 cells:
+# Every off-diagonal cell a number (maybe flagged "!"), the diagonal "-".
+cells() { awk 'NR > 2 && NF {gsub(/ !/, ""); for (i = 2; i <= NF; i++) print NR - 2, ++c[NR], $i}' <<<"$1"; }
+assert_eq 16 "$(cells "$latency" | wc -l)" "latency matrix has 4x4 cells:
 $latency"
-assert_eq 4 "$(awk '$1 == $2 && $3 == "-"' <<<"$cells" | wc -l)" "latency diagonal"
-assert_eq 12 "$(awk '$1 != $2 && $3 ~ /^[0-9]+\.[0-9]$/' <<<"$cells" | wc -l)" "12 measured latencies:
+assert_eq 4 "$(cells "$latency" | awk '$1 == $2 && $3 == "-"' | wc -l)" "latency diagonal:
 $latency"
-assert_eq 12 "$(awk 'NR > 2 && NF {for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9]$/) n++} END {print n}' <<<"$bandwidth")" \
-  "12 measured bandwidths:
+assert_eq 12 "$(cells "$latency" | awk '$1 != $2 && $3 ~ /^[0-9]+\.[0-9]$/' | wc -l)" "12 measured latencies:
+$latency"
+assert_eq 12 "$(cells "$bandwidth" | awk '$1 != $2 && $3 ~ /^[0-9]+\.[0-9][0-9]$/' | wc -l)" "12 measured bandwidths:
 $bandwidth"
-xft check fabric --hosts 'h[01-02]' "${common[@]}" --json
-assert_eq 0 "$RC" "--json exit code"
-assert_eq "h01 -> h02|tcp|PASS
-h01 -> h02|ssh|PASS
-h01 -> h02|libfabric tcp;ofi_rxm|PASS
-h02 -> h01|tcp|PASS
-h02 -> h01|ssh|PASS
-h02 -> h01|libfabric tcp;ofi_rxm|PASS" "$(verdicts "$OUT" | grep ' -> ')" "pair checks in JSON"
-assert_eq '["h01","h02"]|2|true|true' \
-  "$(jq -c '[.latency_us.hosts, (.latency_us.values | length), (.latency_us.values[0][1] > 0), (.bandwidth_gbps.values[1][0] > 0)] | map(tostring) | join("|")' <<<"$OUT" | tr -d '"' | sed 's/\[h01,h02\]/["h01","h02"]/')" \
-  "matrices in JSON"
 
 step "2. new connections h02 -> h03 dropped: that direction FAILs, the other PASSes"
 h02=$(host_var h02 ADDR)
 ip netns exec "$(host_var h03 NS)" iptables -A INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
 start=$SECONDS
-xft check fabric --hosts 'h[01-04]' "${common[@]}" --json
+xft check fabric --hosts 'h[02-04]' "${common[@]}" --json
 took=$((SECONDS - start))
 assert_eq 1 "$RC" "exit code with a blocked pair"
 all=$(rows "$OUT")
@@ -80,11 +77,10 @@ assert_eq "h03 -> h02|tcp|PASS
 h03 -> h02|ssh|PASS
 h03 -> h02|libfabric tcp;ofi_rxm|PASS" "$(verdicts "$OUT" | grep '^h03 -> h02|')" "the other direction still works"
 assert_eq 3 "$(verdicts "$OUT" | grep -c 'FAIL$')" "only the blocked direction FAILs"
-assert_eq "null" "$(jq -c '.latency_us.values[1][2]' <<<"$OUT")" "no latency for h02 -> h03"
+assert_eq "h02,h03,h04|null|true|null" \
+  "$(jq -r '[(.latency_us.hosts | join(",")), .latency_us.values[0][1], (.latency_us.values[1][0] > 0), .bandwidth_gbps.values[0][1]] | map(tostring) | join("|")' <<<"$OUT")" \
+  "matrices in JSON: no figure for h02 -> h03, one for h03 -> h02"
 ((took < 90)) || fail "a blocked pair must cost its timeouts, not more: the run took ${took}s"
-xft check fabric --hosts 'h[02-03]' "${common[@]}"
-grep -qE '^h02 +- +FAIL$' <<<"$OUT" || fail "the text matrix marks the blocked cell:
-$OUT"
 ip netns exec "$(host_var h03 NS)" iptables -D INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
 
 step "3. recorded sysfs trees and stub tools: each host's verdicts and fix lines"
