@@ -10,6 +10,7 @@
 #     host's sshd: eRDMA ok, eRDMA with cc unset, EFA, irdma/psm3, memlock
 #     64 KiB, port DOWN. Each host's verdicts and fix lines are exact; the cc
 #     fix line, run on the host, makes its check PASS.
+#  4. A host that is down is one FAIL row naming it.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 DATA=$XFT_SOURCE_DIR/tests/data/fabric
 
@@ -163,4 +164,15 @@ expected_rc=0
 [[ $(memlock_row h02) == *"|FAIL|"* ]] && expected_rc=1
 assert_eq "$expected_rc" "$RC" "h02 passes after its fix (but for memlock where it cannot be unlimited here)"
 assert_eq "h02|cc erdma_0|PASS|1 (CUBIC)|" "$(rows "$OUT" | grep '^h02|cc ')" "cc after the fix"
+
+step "4. a host that is down: one FAIL that names it, the others still checked"
+cluster stop-host h06
+xft check fabric --no-pairs --hosts 'h[05-06]' --json
+assert_eq 1 "$RC" "exit code with a host down"
+h06_rows=$(rows "$OUT" | grep '^h06|')
+assert_eq 1 "$(wc -l <<<"$h06_rows")" "one row for the host that is down:
+$h06_rows"
+assert_contains "$h06_rows" "h06|ssh|FAIL|h06" "the row names the host"
+assert_contains "$h06_rows" "|run \`xftctl ping --hosts h06\` and fix what it reports" "its fix"
+assert_contains "$(rows "$OUT")" "h05|memlock|FAIL|64 KiB" "h05 still checked"
 echo "check_fabric: all checks passed"
