@@ -167,6 +167,7 @@ assert_eq "h02|cc erdma_0|PASS|1 (CUBIC)|" "$(rows "$OUT" | grep '^h02|cc ')" "c
 
 step "4. a host that is down: one FAIL that names it, the others still checked"
 cluster stop-host h06
+CLUSTER_INVENTORY=$TEST_TMP/fabric.yaml  # cluster reloads cluster.env
 xft check fabric --no-pairs --hosts 'h[05-06]' --json
 assert_eq 1 "$RC" "exit code with a host down"
 h06_rows=$(rows "$OUT" | grep '^h06|')
