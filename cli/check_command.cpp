@@ -1,10 +1,10 @@
 // xftctl check fabric: is this cluster ready for RDMA inference, and if not,
 // exactly what to fix. Every host is probed in parallel over SSH (one script:
 // libfabric, RDMA devices, eadm, memlock, interface, Open MPI, numactl, clock),
-// then every ordered pair runs a real libfabric ping-pong, one pair at a time:
-// the control node starts the server on one host and the client on the other
-// over SSH, so only the two hosts of a pair talk libfabric and a blocked pair
-// costs its own timeout, never the whole run. Plus the hidden
+// then every ordered pair runs a real libfabric ping-pong, in rounds of
+// disjoint pairs: the control node starts the server on one host and the
+// client on the other over SSH, so only the two hosts of a pair talk libfabric
+// and a blocked pair costs its own timeouts, never the whole run. Plus the hidden
 // `xftctl check pair-worker` both ends of a pair run.
 #include <algorithm>
 #include <atomic>
@@ -34,6 +34,7 @@ struct FabricFlags {
   bool json = false;
   bool no_pairs = false;
   bool no_plan = false;
+  bool serial_pairs = false;
   std::vector<std::string> sizes{"8", "1M"};
   int iterations = 200;
   int pair_timeout_s = 3;
@@ -267,8 +268,8 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
     checks.insert(checks.end(), rows.begin(), rows.end());
   }
 
-  // Pairs: every ordered pair of reachable hosts, one at a time, so each
-  // measurement has the hosts to itself.
+  // Pairs: every ordered pair of reachable hosts, in rounds where no host is
+  // in two pairs (--serial-pairs: one pair at a time).
   std::vector<std::string> names;
   for (auto& probe : probes) names.push_back(probe.host.name);
   std::size_t n = probes.size();
@@ -282,25 +283,43 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   if (!flags.no_pairs && n >= 2) {
     int base = flags.port;
     if (base == 0) base = 40000 + static_cast<int>(std::random_device{}() % 10000) * 2;
-    int index = 0;
+    // Servers of earlier rounds have exited: ports come back after 500 rounds.
+    std::vector<std::optional<PairRun>> runs(n * n);
+    std::vector<int> ports(n * n, 0);
+    auto rounds = launcher::pair_rounds(n);
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> batches;
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+      for (const auto& [a, b] : rounds[r]) ports[a * n + b] = base + 2 * static_cast<int>(r % 500);
+      if (flags.serial_pairs)
+        for (const auto& pair : rounds[r]) batches.push_back({pair});
+      else
+        batches.push_back(rounds[r]);
+    }
+    for (const auto& batch : batches) {
+      std::vector<std::pair<std::size_t, std::size_t>> runnable;
+      for (const auto& [a, b] : batch)
+        if (probes[a].session && probes[b].session) runnable.emplace_back(a, b);
+      if (!runnable.empty()) pairs_ran = true;
+      launcher::run_bounded(runnable.size(), static_cast<int>(runnable.size()), [&](std::size_t i) {
+        auto [a, b] = runnable[i];
+        runs[a * n + b] = run_pair(flags, probes[a], probes[b], ports[a * n + b]);
+      });
+    }
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = 0; b < n; ++b) {
-        if (a == b) continue;
-        int port = base + 2 * index++;
-        if (!probes[a].session || !probes[b].session) continue;
-        pairs_ran = true;
-        auto pair = run_pair(flags, probes[a], probes[b], port);
+        auto& pair = runs[a * n + b];
+        if (!pair) continue;
         std::string provider = provider_of(flags, probes[a].host);
-        if (!pair.report) {
-          checks.push_back({"", pair.from + " -> " + pair.to, "pair-worker", launcher::Verdict::fail, pair.error,
+        if (!pair->report) {
+          checks.push_back({"", pair->from + " -> " + pair->to, "pair-worker", launcher::Verdict::fail, pair->error,
                             "put xftctl at the same path on every host (`xftctl sync`), or name it with --remote-xftctl"});
           continue;
         }
-        auto rows = launcher::pair_checks(pair.from, pair.to, provider, *pair.report, port);
+        auto rows = launcher::pair_checks(pair->from, pair->to, provider, *pair->report, ports[a * n + b]);
         checks.insert(checks.end(), rows.begin(), rows.end());
-        if (pair.report->fabric.ok && !pair.report->sizes.empty()) {
-          latency.values[a][b] = pair.report->sizes.front().one_way_us;
-          bandwidth.values[a][b] = pair.report->sizes.back().bandwidth_gbps;
+        if (pair->report->fabric.ok && !pair->report->sizes.empty()) {
+          latency.values[a][b] = pair->report->sizes.front().one_way_us;
+          bandwidth.values[a][b] = pair->report->sizes.back().bandwidth_gbps;
         }
       }
     launcher::flag_outliers(latency);
@@ -395,6 +414,8 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   fabric->add_option("--provider", flags.provider, "libfabric provider for every host (default: the inventory's)");
   fabric->add_flag("--json", flags.json, "print a JSON object: checks, latency and bandwidth matrices");
   fabric->add_flag("--no-pairs", flags.no_pairs, "per-host checks only");
+  fabric->add_flag("--serial-pairs", flags.serial_pairs,
+                   "one pair at a time (default: disjoint pairs at once, each host in at most one)");
   fabric->add_flag("--no-plan", flags.no_plan, "do not compute the rank plan (NIC NUMA not compared)");
   fabric->add_option("--sizes", flags.sizes, "message sizes; latency from the smallest, bandwidth from the largest")
       ->delimiter(',')

@@ -288,6 +288,31 @@ std::vector<Check> pair_checks(const std::string& from, const std::string& to, c
   return checks;
 }
 
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::size_t n) {
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rounds;
+  if (n < 2) return rounds;
+  std::size_t m = n % 2 ? n + 1 : n;  // an odd count gets a bye: the extra slot m-1
+  std::vector<std::size_t> slots(m);
+  for (std::size_t i = 0; i < m; ++i) slots[i] = i;
+  for (std::size_t r = 0; r + 1 < m; ++r) {
+    std::vector<std::pair<std::size_t, std::size_t>> round;
+    for (std::size_t i = 0; i < m / 2; ++i) {
+      std::size_t a = slots[i], b = slots[m - 1 - i];
+      if (a >= n || b >= n) continue;
+      round.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    rounds.push_back(round);
+    std::rotate(slots.begin() + 1, slots.end() - 1, slots.end());  // slot 0 stays, the rest turn
+  }
+  std::size_t forward = rounds.size();
+  for (std::size_t r = 0; r < forward; ++r) {
+    auto reversed = rounds[r];
+    for (auto& [a, b] : reversed) std::swap(a, b);
+    rounds.push_back(reversed);
+  }
+  return rounds;
+}
+
 void flag_outliers(PairMatrix& matrix) {
   std::vector<double> values;
   for (const auto& row : matrix.values)

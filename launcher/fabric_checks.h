@@ -49,6 +49,11 @@ Check unreachable_host_check(const std::string& host, const std::string& why);
 std::vector<Check> pair_checks(const std::string& from, const std::string& to, const std::string& provider,
                                const PingPongReport& report, int tcp_port);
 
+// Every ordered pair (from, to) of n hosts, in rounds where no host is in two
+// pairs (the circle method, then the same rounds reversed): 2(n-1) rounds for
+// even n, 2n for odd n. Pairs of one round can run at once without sharing a host.
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::size_t n);
+
 // A square matrix of one figure per ordered pair (row: from, column: to);
 // empty cells (the diagonal, failed pairs) are nullopt.
 struct PairMatrix {

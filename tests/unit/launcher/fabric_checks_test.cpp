@@ -2,6 +2,7 @@
 // tcp;ofi_rxm ping-pong over loopback (both ends in this process).
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "launcher/fabric_checks.h"
@@ -150,6 +151,25 @@ TEST(FabricChecks, OutliersAreFlaggedAgainstTheMedian) {
             "a             -  10.0    11.0\n"
             "b          10.0     -  50.0 !\n"
             "c          12.0   9.0       -\n");
+}
+
+TEST(FabricChecks, PairRoundsCoverEveryOrderedPairOnceWithNoHostTwiceInARound) {
+  for (std::size_t n : {2u, 3u, 4u, 5u, 8u}) {
+    auto rounds = pair_rounds(n);
+    EXPECT_EQ(rounds.size(), n % 2 ? 2 * n : 2 * (n - 1)) << n;
+    std::set<std::pair<std::size_t, std::size_t>> seen;
+    for (const auto& round : rounds) {
+      std::set<std::size_t> busy;
+      for (const auto& [a, b] : round) {
+        EXPECT_NE(a, b);
+        EXPECT_TRUE(busy.insert(a).second && busy.insert(b).second) << "a host twice in one round, n=" << n;
+        EXPECT_TRUE(seen.insert({a, b}).second) << a << "->" << b << " twice, n=" << n;
+      }
+    }
+    EXPECT_EQ(seen.size(), n * (n - 1)) << n;
+  }
+  EXPECT_TRUE(pair_rounds(1).empty());
+  EXPECT_EQ(pair_rounds(2), (std::vector<std::vector<std::pair<std::size_t, std::size_t>>>{{{0, 1}}, {{1, 0}}}));
 }
 
 TEST(FabricPingPong, IterationsAreCappedForLargeMessages) {
