@@ -130,7 +130,15 @@ struct PairRun {
   std::string from, to;
   std::optional<launcher::PingPongReport> report;
   std::string error;  // the worker could not run
+  std::string fix;    // for error
 };
+
+// Exit 126/127 from the remote shell: the binary is not there.
+std::string worker_fix(int exit_status, const std::string& host, const std::string& provider) {
+  if (exit_status == 126 || exit_status == 127)
+    return "put xftctl at the same path on every host (`xftctl sync`), or name it with --remote-xftctl";
+  return "run `FI_LOG_LEVEL=warn fi_info -p '" + provider + "' -t FI_EP_RDM` on " + host;
+}
 
 std::vector<std::string> worker_command(const FabricFlags& flags, const std::string& role,
                                         const std::string& provider, const std::string& local,
@@ -161,12 +169,13 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   launcher::RunOptions options;
   options.timeout = std::chrono::seconds(flags.pair_timeout_s * 3 + 60);
   std::string server_error;
+  int server_status = 0;
   std::atomic<bool> server_done{false};
   std::thread server([&] {
     auto run = to.session->run(
         launcher::shell_join(worker_command(flags, "server", provider, to.host.address, "", port)), options);
     if (!run) server_error = run.error().message;
-    else if (run->exit_status != 0) server_error = first_line(run->err);
+    else if ((server_status = run->exit_status) != 0) server_error = first_line(run->err);
     server_done = true;
   });
   // Start the client once the server listens, so the server's start-up (SSH,
@@ -177,6 +186,12 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   while (!server_done && std::chrono::steady_clock::now() < ready_by &&
          !launcher::probe_tcp(to.host.address, port, std::chrono::milliseconds(500)).ok)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (server_done && !server_error.empty()) {  // it never listened: nothing to measure
+    server.join();
+    pair.error = to.host.name + ": the pair worker (server) failed: " + server_error;
+    pair.fix = worker_fix(server_status, to.host.name, provider);
+    return pair;
+  }
   auto client = from.session->run(
       launcher::shell_join(worker_command(flags, "client", provider, from.host.address, to.host.address, port)),
       options);
@@ -185,6 +200,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   } else if (client->exit_status != 0) {
     pair.error = from.host.name + ": the pair worker exited with " + std::to_string(client->exit_status) + ": " +
                  first_line(client->err);
+    pair.fix = worker_fix(client->exit_status, from.host.name, provider);
   } else {
     auto report = launcher::report_from_json(client->out);
     if (!report) pair.error = from.host.name + ": " + report.error().message;
@@ -195,6 +211,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   server.join();
   // A server that failed on its own (not for want of a client) says why.
   if (!pair.report && !server_error.empty()) pair.error += "; " + to.host.name + ": " + server_error;
+  if (!pair.report && pair.fix.empty()) pair.fix = "run `xftctl ping --hosts " + from.host.name + "," + to.host.name + "`";
   if (pair.report && !pair.report->fabric.ok && !server_error.empty() &&
       server_error.find("no client reached") == std::string::npos)
     pair.report->fabric.detail += "; " + to.host.name + ": " + server_error;
@@ -312,7 +329,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
         std::string provider = provider_of(flags, probes[a].host);
         if (!pair->report) {
           checks.push_back({"", pair->from + " -> " + pair->to, "pair-worker", launcher::Verdict::fail, pair->error,
-                            "put xftctl at the same path on every host (`xftctl sync`), or name it with --remote-xftctl"});
+                            pair->fix});
           continue;
         }
         auto rows = launcher::pair_checks(pair->from, pair->to, provider, *pair->report, ports[a * n + b]);

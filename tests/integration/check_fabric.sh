@@ -60,6 +60,15 @@ $latency"
 assert_eq 12 "$(cells "$bandwidth" | awk '$1 != $2 && $3 ~ /^[0-9]+\.[0-9][0-9]$/' | wc -l)" "12 measured bandwidths:
 $bandwidth"
 
+xft check fabric --hosts 'h[01-02]' --remote-xftctl /nonexistent/xftctl --pair-timeout 2 --json
+assert_eq 1 "$RC" "exit code when the pair worker is not on the hosts"
+assert_eq "h01 -> h02|pair-worker|FAIL
+h02 -> h01|pair-worker|FAIL" "$(verdicts "$OUT" | grep ' -> ')" "one pair-worker FAIL per pair"
+row=$(rows "$OUT" | grep '^h01 -> h02|')
+assert_contains "$row" "h01 -> h02|pair-worker|FAIL|h02: the pair worker (server) failed: " "the server's host is named"
+assert_contains "$row" "/nonexistent/xftctl" "the missing path is named"
+assert_contains "$row" "|put xftctl at the same path on every host (\`xftctl sync\`), or name it with --remote-xftctl" "its fix"
+
 step "2. new connections h02 -> h03 dropped: that direction FAILs, the other PASSes"
 h02=$(host_var h02 ADDR)
 ip netns exec "$(host_var h03 NS)" iptables -A INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
