@@ -367,7 +367,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
       std::printf("%s\n", launcher::format_matrix(bandwidth, 2).c_str());
       std::printf("! = far off the median (latency above 2x, bandwidth below half)\n");
     }
-    std::printf("%zu hosts: %d PASS, %d WARN, %d FAIL\n", n, counts[0], counts[1], counts[2]);
+    std::printf("%zu host%s: %d PASS, %d WARN, %d FAIL\n", n, n == 1 ? "" : "s", counts[0], counts[1], counts[2]);
   }
   std::fflush(stdout);
   if (!why_no_plan.empty())
