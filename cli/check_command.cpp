@@ -223,7 +223,7 @@ void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
   for (const auto& c : checks)
     if (c.pair.empty() != pairs) rows.push_back(&c);
   if (rows.empty()) return;
-  std::size_t w_who = pairs ? 4 : 4, w_check = 5;
+  std::size_t w_who = 4, w_check = 5;
   for (const auto* c : rows) {
     w_who = std::max(w_who, (pairs ? c->pair : c->host).size());
     w_check = std::max(w_check, c->check.size());
@@ -332,7 +332,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
                             pair->fix});
           continue;
         }
-        auto rows = launcher::pair_checks(pair->from, pair->to, provider, *pair->report, ports[a * n + b]);
+        auto rows = launcher::pair_checks(pair->from, pair->to, provider, *pair->report);
         checks.insert(checks.end(), rows.begin(), rows.end());
         if (pair->report->fabric.ok && !pair->report->sizes.empty()) {
           latency.values[a][b] = pair->report->sizes.front().one_way_us;

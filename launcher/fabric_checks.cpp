@@ -263,7 +263,7 @@ Check unreachable_host_check(const std::string& host, const std::string& why) {
 }
 
 std::vector<Check> pair_checks(const std::string& from, const std::string& to, const std::string& provider,
-                               const PingPongReport& report, int tcp_port) {
+                               const PingPongReport& report) {
   std::string pair = from + " -> " + to;
   std::string firewall = "allow all traffic inside the security group (here: new TCP connections from " + from + " to " +
                          to + "; see `iptables -S` / `nft list ruleset` on " + to + ")";

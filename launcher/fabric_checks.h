@@ -47,7 +47,7 @@ Check unreachable_host_check(const std::string& host, const std::string& why);
 
 // tcp, ssh and libfabric rows for traffic from `from` to `to`.
 std::vector<Check> pair_checks(const std::string& from, const std::string& to, const std::string& provider,
-                               const PingPongReport& report, int tcp_port);
+                               const PingPongReport& report);
 
 // Every ordered pair (from, to) of n hosts, in rounds where no host is in two
 // pairs (the circle method, then the same rounds reversed): 2(n-1) rounds for

@@ -122,7 +122,7 @@ TEST(FabricChecks, BlockedPairFailsWithTheFirewallFix) {
   report.tcp = {false, "port 40000: timed out after 3 s"};
   report.ssh = {false, "port 22: timed out after 3 s"};
   report.fabric = {false, "no answer to the first message within 3 s (waiting for the pong: timed out)"};
-  auto checks = pair_checks("h02", "h03", "tcp;ofi_rxm", report, 40000);
+  auto checks = pair_checks("h02", "h03", "tcp;ofi_rxm", report);
   ASSERT_EQ(checks.size(), 3u);
   for (const auto& c : checks) {
     EXPECT_EQ(c.pair, "h02 -> h03");
