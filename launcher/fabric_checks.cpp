@@ -42,15 +42,18 @@ std::string install_hint(const std::string& provider) {
   return "apt-get install libfabric1 libfabric-bin";
 }
 
-// The domain an endpoint should have on `iface`: tcp names the interface;
-// RDMA providers name the device (efa adds "-rdm"), which belongs to the interface.
+// tcp names its domain after the interface; verbs after the RDMA device,
+// which belongs to an interface. efa (no interface of its own), psm3 (one
+// domain for all devices) and shm are not tied to the interface.
 bool endpoint_on_iface(const FiEndpoint& endpoint, const FabricFacts& facts, const std::string& iface) {
   if (iface.empty() || endpoint.domain == iface) return true;
-  for (const auto& device : facts.devices)
-    if (device.netdev == iface && endpoint.domain.rfind(device.name, 0) == 0) return true;
-  // EFA devices have no interface of their own and psm3 names one domain for
-  // all its devices: any of their domains serves.
-  return endpoint.provider == "efa" || endpoint.provider.rfind("psm3", 0) == 0;
+  if (endpoint.provider.rfind("tcp", 0) == 0) return false;
+  if (endpoint.provider.rfind("verbs", 0) == 0) {
+    for (const auto& device : facts.devices)
+      if (device.netdev == iface && endpoint.domain.rfind(device.name, 0) == 0) return true;
+    return false;
+  }
+  return true;
 }
 
 Check provider_check(const FabricFacts& facts, const HostExpectation& expect) {
@@ -70,9 +73,17 @@ Check provider_check(const FabricFacts& facts, const HostExpectation& expect) {
       return host_check(facts.host, "provider", Verdict::pass, provider + " FI_EP_RDM on " + endpoint.domain);
   std::sort(domains.begin(), domains.end());
   domains.erase(std::unique(domains.begin(), domains.end()), domains.end());
+  std::string target = domains.front();
+  for (const auto& domain : domains)
+    if (domain != "lo") {
+      target = domain;
+      break;
+    }
+  bool tcp = provider.rfind("tcp", 0) == 0;  // its domain is the interface itself
   return host_check(facts.host, "provider", Verdict::fail,
                     provider + " FI_EP_RDM on " + join(domains, ",") + ", not on " + expect.iface,
-                    "set fabric.iface of " + facts.host + " in the inventory to the interface of " + domains.front());
+                    "set fabric.iface of " + facts.host + " in the inventory to " +
+                        (tcp ? target : "the interface of " + target));
 }
 
 std::string port_text(const RdmaPort& port) {

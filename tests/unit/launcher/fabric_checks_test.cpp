@@ -90,6 +90,17 @@ TEST(FabricChecks, MissingProviderAndDeviceFail) {
   EXPECT_EQ(find(checks, "eadm").check, "<missing>");  // no eRDMA device, no eadm questions
 }
 
+TEST(FabricChecks, TcpProviderOnAnotherInterfaceFails) {
+  auto facts = erdma_host();
+  facts.endpoints = {{"tcp;ofi_rxm", "10.0.1.0/24", "eth1", "FI_EP_RDM"}, {"tcp;ofi_rxm", "127.0.0.1/32", "lo", "FI_EP_RDM"}};
+  auto expect = erdma_expectation();
+  expect.provider = "tcp;ofi_rxm";
+  auto provider = find(host_checks(facts, expect), "provider");
+  EXPECT_EQ(provider.verdict, Verdict::fail);
+  EXPECT_EQ(provider.observed, "tcp;ofi_rxm FI_EP_RDM on eth1,lo, not on eth0");
+  EXPECT_EQ(provider.fix, "set fabric.iface of h01 in the inventory to eth1");
+}
+
 TEST(FabricChecks, WrongAddressNamesTheInterfaceThatHasIt) {
   auto facts = erdma_host();
   facts.interfaces.push_back({"eth1", "00:16:3e:0a:01:12", 1500, 0, {"10.0.1.11/24"}});
