@@ -202,7 +202,9 @@ TEST(FabricPingPong, LoopbackTcpRxmMeasuresEverySize) {
   options.connect_timeout = std::chrono::milliseconds(5000);
   Expected<void> served;
   std::thread server([&] { served = serve_pingpong(options); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // As check fabric does: start the client once the server listens.
+  for (int i = 0; i < 200 && !probe_tcp("127.0.0.1", options.tcp_port, std::chrono::milliseconds(100)).ok; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto report = run_pingpong_client(options);
   server.join();
   ASSERT_TRUE(served) << served.error().message;
