@@ -163,6 +163,17 @@ std::string first_line(const std::string& text) {
   return line.empty() ? "no output" : line;
 }
 
+// Where a host's pair worker binds and is reached: the first IPv4 address of
+// the inventory's fabric interface (traffic then takes the fabric, not the
+// management network SSH may use), else the inventory's address.
+std::string fabric_address(const HostProbe& probe) {
+  if (probe.facts && !probe.host.fabric.iface.empty())
+    if (const auto* iface = probe.facts->interface(probe.host.fabric.iface))
+      for (const auto& address : iface->addresses)
+        if (address.find(':') == std::string::npos) return address.substr(0, address.find('/'));
+  return probe.host.address;
+}
+
 PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
   PairRun pair{from.host.name, to.host.name, std::nullopt, ""};
   std::string provider = provider_of(flags, from.host);
@@ -173,7 +184,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   std::atomic<bool> server_done{false};
   std::thread server([&] {
     auto run = to.session->run(
-        launcher::shell_join(worker_command(flags, "server", provider, to.host.address, "", port)), options);
+        launcher::shell_join(worker_command(flags, "server", provider, fabric_address(to), "", port)), options);
     if (!run) server_error = run.error().message;
     else if ((server_status = run->exit_status) != 0) server_error = first_line(run->err);
     server_done = true;
@@ -184,7 +195,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   // after the wait and reports what it sees.
   auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (!server_done && std::chrono::steady_clock::now() < ready_by &&
-         !launcher::probe_tcp(to.host.address, port, std::chrono::milliseconds(500)).ok)
+         !launcher::probe_tcp(fabric_address(to), port, std::chrono::milliseconds(500)).ok)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (server_done && !server_error.empty()) {  // it never listened: nothing to measure
     server.join();
@@ -193,7 +204,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
     return pair;
   }
   auto client = from.session->run(
-      launcher::shell_join(worker_command(flags, "client", provider, from.host.address, to.host.address, port)),
+      launcher::shell_join(worker_command(flags, "client", provider, fabric_address(from), fabric_address(to), port)),
       options);
   if (!client) {
     pair.error = client.error().message;
@@ -207,7 +218,7 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
     else pair.report = std::move(*report);
   }
   // A server whose client never arrived would wait out its deadline.
-  if (!pair.report || !pair.report->fabric.ok) launcher::stop_server(to.host.address, port);
+  if (!pair.report || !pair.report->fabric.ok) launcher::stop_server(fabric_address(to), port);
   server.join();
   // A server that failed on its own (not for want of a client) says why.
   if (!pair.report && !server_error.empty()) pair.error += "; " + to.host.name + ": " + server_error;
