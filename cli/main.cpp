@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   add_run_commands(app, ctx);
   add_sync_commands(app, ctx);
   add_playbook_commands(app, ctx);
+  add_check_commands(app, ctx);
 
   try {
     app.parse(argc, argv);
