@@ -231,7 +231,15 @@ Expected<void> ShmGroup::chunk_reduce(char* data, size_t count, DType dtype, int
   const uint64_t seq = ++seq_;
   if (auto ok = peers_done_before(seq); !ok) return ok;
   char* mine = buffer(rank_, seq);
-  std::memcpy(mine, data, bytes);
+  const bool small = bytes <= options_.small_bytes;
+  Block slice = aligned_slice(count, size_, rank_);
+  if (small) {
+    std::memcpy(mine, data, bytes);
+  } else {
+    // Peers read only their own slices of my buffer; mine stays in `data`.
+    std::memcpy(mine, data, slice.begin * es);
+    std::memcpy(mine + slice.end * es, data + slice.end * es, (count - slice.end) * es);
+  }
   arrive()[rank_].value.store(seq, std::memory_order_release);
 
   const void* sources[64];
@@ -241,7 +249,6 @@ Expected<void> ShmGroup::chunk_reduce(char* data, size_t count, DType dtype, int
     many.resize(size_t(size_));
     srcs = many.data();
   }
-  const bool small = bytes <= options_.small_bytes;
   if (small && root >= 0 && rank_ != root) return {};
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
@@ -253,15 +260,19 @@ Expected<void> ShmGroup::chunk_reduce(char* data, size_t count, DType dtype, int
     reduce_sum_n(dtype, data, srcs, size_, count);
     return {};
   }
-  Block slice = aligned_slice(count, size_, rank_);
-  for (int p = 0; p < size_; ++p) srcs[p] = buffer(p, seq) + slice.begin * es;
-  reduce_sum_n(dtype, mine + slice.begin * es, srcs, size_, slice.size());
+  // My slice is reduced straight into `data` (my own part read from there,
+  // still in cache), then published in my buffer for the peers; only the
+  // peers' slices are copied back. Less memory traffic than reducing in the
+  // segment and copying every slice out.
+  for (int p = 0; p < size_; ++p) srcs[p] = (p == rank_ ? data : buffer(p, seq)) + slice.begin * es;
+  reduce_sum_n(dtype, data + slice.begin * es, srcs, size_, slice.size());
+  std::memcpy(mine + slice.begin * es, data + slice.begin * es, slice.size() * es);
   reduced()[rank_].value.store(seq, std::memory_order_release);
   if (root >= 0 && rank_ != root) return {};
   for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
     Block theirs = aligned_slice(count, size_, p);
-    if (p != rank_)
-      if (auto ok = wait_flag(reduced(), p, seq, "allreduce"); !ok) return ok;
+    if (auto ok = wait_flag(reduced(), p, seq, "allreduce"); !ok) return ok;
     std::memcpy(data + theirs.begin * es, buffer(p, seq) + theirs.begin * es, theirs.size() * es);
   }
   return {};

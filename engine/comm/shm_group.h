@@ -31,7 +31,7 @@
 namespace xft::engine::comm {
 
 struct ShmOptions {
-  size_t buffer_bytes = size_t(4) << 20;  // per rank, per buffer (two each); longer messages go in chunks
+  size_t buffer_bytes = size_t(256) << 10;  // per rank, per buffer (two each); longer messages go in chunks
   // Up to this size every rank sums all buffers itself (one handshake); above
   // it each rank sums a slice, then all copy the slices (two handshakes, 1/n of the adds).
   size_t small_bytes = size_t(64) << 10;
