@@ -20,6 +20,7 @@ shared=$(mktemp -d /run/xft-bench-allreduce-XXXXXX)
 trap 'bash "$cluster_sh" stop "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work" "$shared"' EXIT
 cp "$xftctl" "$shared/xftctl"
 X=$shared/xftctl
+export XFT_TEST_PASSWORD="xft-$(od -An -N9 -tx1 /dev/urandom | tr -d ' \n')"
 bash "$cluster_sh" start "$work/cluster" -n "$hosts" --auth key --owner $$ >/dev/null
 # shellcheck source=/dev/null
 source "$work/cluster/cluster.env"

@@ -70,7 +70,9 @@ std::vector<std::string> worker_arguments(const BenchFlags& f) {
   if (f.iters > 0) args.insert(args.end(), {"-n", std::to_string(f.iters)});
   if (f.warmup >= 0) args.insert(args.end(), {"-w", std::to_string(f.warmup)});
   if (f.compare) args.push_back("--compare");
-  if (f.tune) args.push_back("--tune");
+  // Not "--tune": Open MPI's mpirun takes that word anywhere on its command
+  // line as its own --tune FILE, even after the program name.
+  if (f.tune) args.push_back("--rank-tune");
   if (!f.tune_file.empty()) args.insert(args.end(), {"--tune-file", f.tune_file});
   if (f.check) args.push_back("--check");
   for (const auto& c : f.check_counts) args.insert(args.end(), {"--check-counts", c});
@@ -245,6 +247,7 @@ void add_bench_commands(CLI::App& app, Context& ctx) {
   cmd->add_flag("--dry-run", flags->dry_run, "print the mpirun command and exit");
   add_reach_flags(*cmd, flags->reach);
   cmd->add_flag("--rank-worker", flags->rank_worker)->group("");
+  cmd->add_flag("--rank-tune", flags->tune)->group("");
   cmd->add_option("--fail-rank", flags->fail_rank)->group("");
   cmd->add_option("--fail-at", flags->fail_at)->group("");
   cmd->add_option("--fail-mode", flags->fail_mode)->group("");

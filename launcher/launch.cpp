@@ -273,6 +273,10 @@ bool parse_tagged_line(const std::string& line, int mpi_major, OutputLine& out) 
   out.rank = std::stoi(m[2]);
   out.is_stderr = m[3] == "stderr";
   out.text = line.substr(m.length(0));
+  // Open MPI 4 tags every chunk it forwards, also one that starts mid-line
+  // (a long write split by the pipe): drop those inner tags to get the line back.
+  const std::string inner = m.str(0);
+  for (size_t at; (at = out.text.find(inner)) != std::string::npos;) out.text.erase(at, inner.size());
   if (mpi_major >= 5 && !out.text.empty() && out.text[0] == ' ') out.text.erase(0, 1);
   return true;
 }

@@ -25,6 +25,11 @@ TEST(LaunchOutput, TaggedLines) {
   ASSERT_TRUE(parse_tagged_line("[1,12]<stdout>: text", 5, line));
   EXPECT_EQ(line.text, "text");
   EXPECT_FALSE(parse_tagged_line("Primary job  terminated normally, but 1 process returned", 4, line));
+  // A long write forwarded in two chunks: Open MPI 4 tags the second one mid-line.
+  ASSERT_TRUE(parse_tagged_line("[1,0]<stdout>:    \"t_max_us\": 0.5,[1,0]<stdout>:", 4, line));
+  EXPECT_EQ(line.text, "    \"t_max_us\": 0.5,");
+  ASSERT_TRUE(parse_tagged_line("[1,0]<stdout>:abc[1,0]<stdout>:def", 4, line));
+  EXPECT_EQ(line.text, "abcdef");
 }
 
 TEST(LaunchOutput, FailedRankFromExitCodeMessage) {
