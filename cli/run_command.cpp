@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,9 @@
 #include "engine/model/generate.h"
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
+#include "engine/serve/http_server.h"
+#include "engine/serve/scheduler.h"
+#include "engine/serve/server.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace xft::cli {
@@ -65,6 +69,14 @@ struct RunOptions {
   std::string dump_logits;
 
   bool bench = false;
+  // --serve [ADDR:]PORT: the OpenAI-compatible server (engine/serve/).
+  std::string serve;
+  int max_batch = 16;
+  int max_queue = 64;
+  int kv_cache_mib = 0;
+  std::string api_key;
+  std::string api_key_file;
+
   int input_tokens = 32;
   int output_tokens = 32;
   int batch_size = 1;
@@ -216,7 +228,7 @@ struct Loaded {
   double load_ms = 0.0;
 };
 
-Expected<Loaded> load_model(const RunOptions& o, Communicator* comm) {
+Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_invariant = false) {
   auto start = std::chrono::steady_clock::now();
   Loaded loaded;
   std::unique_ptr<WeightSource> weights;
@@ -239,6 +251,7 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm) {
   options.threads = o.threads;
   options.cpus = *cpus;
   options.max_context = o.max_context;
+  options.batch_invariant = batch_invariant;
   if (comm) {
     options.comm = comm;
     options.tp_rank = comm->rank();
@@ -675,7 +688,115 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
               next_ms, next_p90, decode_tps, weight_gbps);
 }
 
+// --serve ----------------------------------------------------------------
+
+std::atomic<bool> g_serve_stop{false};
+
+void on_stop_signal(int) { g_serve_stop = true; }
+
+// SIGINT/SIGTERM end the server cleanly; under mpirun every rank gets them,
+// and the other ranks wait for rank 0's shutdown step instead of dying mid-collective.
+void catch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string served_model_name(const RunOptions& o) {
+  if (o.model_dir.empty()) return o.fake_model;
+  return fs::path(o.model_dir).lexically_normal().filename().string().empty()
+             ? fs::path(o.model_dir).lexically_normal().parent_path().filename().string()
+             : fs::path(o.model_dir).lexically_normal().filename().string();
+}
+
+// "[ADDR:]PORT" -> (addr, port); ADDR defaults to 127.0.0.1.
+Expected<std::pair<std::string, int>> parse_listen_address(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  std::string host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
+  std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  char* end = nullptr;
+  long port = std::strtol(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535 || host.empty()) {
+    return make_error("--serve " + text + ": expected [ADDR:]PORT, e.g. 8000 or 0.0.0.0:8000");
+  }
+  return std::make_pair(host, static_cast<int>(port));
+}
+
+Expected<std::string> api_key(const RunOptions& o) {
+  if (!o.api_key.empty()) return o.api_key;
+  if (!o.api_key_file.empty()) {
+    std::ifstream in(o.api_key_file);
+    std::string key;
+    if (!in || !std::getline(in, key) || key.empty()) {
+      return make_error("--api-key-file " + o.api_key_file + ": cannot read a key from its first line");
+    }
+    return key;
+  }
+  if (const char* env = std::getenv("XFTCTL_API_KEY"); env && *env) return std::string(env);
+  return std::string();
+}
+
+void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
+  catch_stop_signals();
+  auto tok = leader_tokenizer(o, comm);
+  if (!tok) return fail(ctx, tok.error().message);
+  auto loaded = load_model(o, comm, /*batch_invariant=*/true);
+  if (!loaded) return fail(ctx, loaded.error().message);
+  Model& model = *loaded->model;
+  auto stop_ids = shared_stop_ids(model, *tok, comm);
+  if (!is_leader(comm)) {
+    auto followed = serve::Scheduler::follow(model, o.max_batch);
+    if (!followed) fail(ctx, followed.error().message);
+    return;
+  }
+  // Rank 0 must still take part in the shutdown step when it cannot serve.
+  std::atomic<bool> stop_now{true};
+  auto address = parse_listen_address(o.serve);
+  auto key = api_key(o);
+  serve::SchedulerOptions scheduling;
+  scheduling.max_batch = o.max_batch;
+  scheduling.max_queue = o.max_queue;
+  scheduling.kv_budget_bytes = static_cast<size_t>(o.kv_cache_mib) << 20;
+  serve::Scheduler scheduler(model, scheduling);
+  if (!address || !key) {
+    scheduler.run(stop_now);
+    return fail(ctx, !address ? address.error().message : key.error().message);
+  }
+  serve::ServerOptions server_options;
+  server_options.model_name = served_model_name(o);
+  server_options.api_key = *key;
+  server_options.default_max_tokens = o.max_new_tokens;
+  server_options.created = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+  serve::Server server(scheduler, **tok, stop_ids, server_options);
+  auto http = serve::HttpServer::listen(address->first, address->second,
+                                        [&server](const serve::HttpRequest& request, serve::HttpResponder& responder) {
+                                          server.handle(request, responder);
+                                        });
+  if (!http) {
+    scheduler.run(stop_now);
+    return fail(ctx, http.error().message);
+  }
+  const double kv_mib_per_1k = scheduler.kv_bytes_per_position() * 1000.0 / (1 << 20);
+  std::fprintf(stderr,
+               "xftctl: serving %s on http://%s:%d (OpenAI API under /v1, chat page at /)\n"
+               "xftctl: %d rank%s, %s, batch up to %d, queue %d, context %d, KV %.1f MiB per 1000 positions%s%s\n",
+               server_options.model_name.c_str(), address->first.c_str(), (*http)->port(), model.comm().size(),
+               model.comm().size() == 1 ? "" : "s", model.kernel_name().c_str(), o.max_batch, o.max_queue,
+               model.max_context(), kv_mib_per_1k,
+               o.kv_cache_mib > 0 ? (", KV budget " + std::to_string(o.kv_cache_mib) + " MiB").c_str() : "",
+               key->empty() ? "" : ", API key required");
+  std::fflush(stderr);
+  auto ran = scheduler.run(g_serve_stop);
+  (*http)->stop();
+  if (!ran) return fail(ctx, ran.error().message);
+  std::fprintf(stderr, "xftctl: server stopped\n");
+}
+
 void run_mode(Context& ctx, const RunOptions& o, Communicator* comm) {
+  if (!o.serve.empty()) return run_serve(ctx, o, comm);
   if (o.bench) return run_bench(ctx, o, comm);
   if (!o.prompt_ids.empty()) return run_dump_logits(ctx, o, comm);
   if (o.chat) return run_chat(ctx, o, comm);
@@ -725,6 +846,13 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
     add("--warmup", std::to_string(o.warmup));
   }
   if (o.json) a.push_back("--json");
+  if (!o.serve.empty()) {
+    add("--serve", o.serve);
+    add("--max-batch", std::to_string(o.max_batch));
+    add("--max-queue", std::to_string(o.max_queue));
+    add("--kv-cache-mib", std::to_string(o.kv_cache_mib));
+    if (!o.api_key_file.empty()) add("--api-key-file", absolute(o.api_key_file));
+  }
   if (o.comm_bf16) a.push_back("--comm-bf16");
   if (o.profile) a.push_back("--profile");
   if (o.fail_rank >= 0) {
@@ -829,7 +957,19 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   mode->add_option("--prompt-ids", options->prompt_ids,
                    "token ids 1,2,3 for --dump-logits (no sampling)");
   mode->add_flag("--bench", options->bench, "measure first-token and next-token latency");
+  mode->add_option("--serve", options->serve,
+                   "[ADDR:]PORT: OpenAI-compatible API and chat page (e.g. 8000 = 127.0.0.1:8000)");
   mode->require_option(1);
+  qwen->add_option("--max-batch", options->max_batch, "serve: sequences decoded together")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  qwen->add_option("--max-queue", options->max_queue, "serve: waiting requests before 429")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  qwen->add_option("--kv-cache-mib", options->kv_cache_mib,
+                   "serve: KV cache of all running requests per rank (0: no limit beyond --max-batch)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  qwen->add_option("--api-key", options->api_key,
+                   "serve: require 'Authorization: Bearer KEY' (visible in ps: prefer XFTCTL_API_KEY or --api-key-file)");
+  qwen->add_option("--api-key-file", options->api_key_file, "serve: the key is this file's first line");
 
   qwen->add_flag("--raw", options->raw, "use the prompt as is, without the ChatML template");
   qwen->add_option("--system", options->system, "system message (default: Qwen's)");
@@ -884,6 +1024,11 @@ void add_run_commands(CLI::App& app, Context& ctx) {
     if (o.comm != "auto" && o.comm != "mpi" && o.comm != "shm" && o.comm != "hier" &&
         o.comm.find(':') == std::string::npos) {
       return fail(ctx, "--comm " + o.comm + ": expected mpi, shm, hier, auto or a selection like 'shm:0-65536;mpi:65537-max'");
+    }
+    if (!o.api_key.empty() && !o.rank_worker &&
+        (o.plan.local_ranks > 0 || !ctx.inventory_flag.empty() || !o.reach.hosts.empty())) {
+      return fail(ctx, "--api-key would be on mpirun's command line; with several ranks use --api-key-file FILE "
+                       "(readable at that path on rank 0's host)");
     }
     if (o.rank_worker) {
       ctx.exit_code = run_worker(ctx, o);

@@ -1,6 +1,6 @@
 // The AVX-512 decode kernel shape shared by the float-x formats (f32, f16,
-// int8): R weight rows x M inputs of 16-wide FMA accumulators, weight
-// converted to float in registers, read exactly once. Included by exactly one
+// int8): one weight row at a time for all M inputs, four 16-wide FMA
+// accumulators per input, weight converted to float in registers, read exactly once. Included by exactly one
 // .cpp per format, each compiled for its own target (see XFT_AVX512 below).
 #pragma once
 
@@ -17,43 +17,6 @@ namespace xft::engine::avx512_fma {
 
 // Load16: a functor XFT_AVX512 __m512 operator()(const PackedWeight&, int row, int col)
 // with `static constexpr int kBytes` (bytes per weight element).
-template <class Load16, int R, int M>
-XFT_AVX512 inline void rows_kernel(const PackedWeight& w, const float* x, float* y, int r0) {
-  const Load16 load;
-  __m512 acc[R][M];
-  #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int c = 0; c < w.ld; c += 16) {
-    __m512 xv[M];
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) xv[j] = _mm512_loadu_ps(x + static_cast<size_t>(j) * w.ld + c);
-    #pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      // The next block of R rows follows in memory: fetch its line now (once
-      // per 64 bytes of this row).
-      if ((c * Load16::kBytes) % 64 == 0) {
-        const char* next = w.data.as<char>() + (static_cast<size_t>(r0 + i + R) * w.ld + c) * Load16::kBytes;
-        _mm_prefetch(next, _MM_HINT_T0);
-      }
-      const __m512 wv = load(w, r0 + i, c);
-      #pragma GCC unroll 16
-      for (int j = 0; j < M; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
-    }
-  }
-  #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) {
-    const int r = r0 + i;
-    const float scale = w.scales.empty() ? 1.0f : w.scales[r];
-    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) {
-      y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[i][j]) * scale + bias;
-    }
-  }
-}
-
 // m = 1: one row at a time (one sequential stream: several short row streams
 // defeat the hardware prefetcher on narrow matrices), four accumulators over
 // consecutive chunks; ld is a multiple of 64 elements.
@@ -72,16 +35,42 @@ XFT_AVX512 inline void row_stream(const PackedWeight& w, const float* x, float* 
   y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * scale + bias;
 }
 
+// m = 2..4: the same row stream and four accumulators per input as m = 1, so
+// each input's result is bit for bit its result alone (the server batches
+// requests and must not change their answers); the row is read once for all.
+template <class Load16, int M>
+XFT_AVX512 inline void row_streams(const PackedWeight& w, const float* x, float* y, int r) {
+  const Load16 load;
+  __m512 a[4][M];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
+  for (int c = 0; c < w.ld; c += 64) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512 wv = load(w, r, c + 16 * k);
+      #pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) {
+        a[k][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + static_cast<size_t>(j) * w.ld + c + 16 * k), a[k][j]);
+      }
+    }
+  }
+  const float scale = w.scales.empty() ? 1.0f : w.scales[r];
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) {
+    y[static_cast<size_t>(j) * w.out + r] =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0][j], a[1][j]), _mm512_add_ps(a[2][j], a[3][j]))) * scale +
+        bias;
+  }
+}
+
 template <class Load16, int M>
 XFT_AVX512 inline void run_rows(const PackedWeight& w, const float* x, float* y, int rb, int re) {
   if constexpr (M == 1) {
     for (int r = rb; r < re; ++r) row_stream<Load16>(w, x, y, r);
     return;
   }
-  constexpr int R = 4;
-  int r = rb;
-  for (; r + R <= re; r += R) rows_kernel<Load16, R, M>(w, x, y, r);
-  for (; r < re; ++r) rows_kernel<Load16, 1, M>(w, x, y, r);
+  for (int r = rb; r < re; ++r) row_streams<Load16, M>(w, x, y, r);
 }
 
 template <class Load16>

@@ -1,6 +1,6 @@
 // AVX512-BF16 decode kernel: x was rounded to bf16 once (stage_x), each
 // vdpbf16ps multiplies 32 bf16 pairs and accumulates pairs into 16 float
-// lanes. R rows x M inputs of accumulators; the weight is read exactly once.
+// lanes. One weight row at a time, for all M inputs; the weight is read exactly once.
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -13,39 +13,6 @@
 
 namespace xft::engine {
 namespace {
-
-template <int R, int M>
-XFT_AVX512BF16 inline void rows_kernel(const PackedWeight& w, const uint16_t* x, float* y, int r0) {
-  __m512 acc[R][M];
-  #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int c = 0; c < w.ld; c += 32) {
-    __m512bh xv[M];
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) {
-      xv[j] = (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c);
-    }
-    #pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      const uint16_t* wp = w.row<uint16_t>(r0 + i) + c;
-      // The next block of R rows follows this one in memory: fetch its line
-      // now, so the short per-row streams do not wait for the prefetcher.
-      _mm_prefetch(reinterpret_cast<const char*>(wp + static_cast<size_t>(R) * w.ld), _MM_HINT_T0);
-      const __m512bh wv = (__m512bh)_mm512_loadu_si512(wp);
-      #pragma GCC unroll 16
-      for (int j = 0; j < M; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv, xv[j]);
-    }
-  }
-  #pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) {
-    const int r = r0 + i;
-    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-    #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[i][j]) + bias;
-  }
-}
 
 // m = 1: one row at a time, so the weight is read as one sequential stream
 // (several short interleaved row streams defeat the hardware prefetcher on
@@ -69,16 +36,47 @@ XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, 
   y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + bias;
 }
 
+// m = 2..4: the same row stream and the same four accumulators per input as
+// m = 1, so each input's result is bit for bit its result alone (the server
+// batches requests and must not change their answers); the weight row is
+// still read once for all inputs.
+template <int M>
+XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r) {
+  __m512 a[4][M];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
+  const uint16_t* wr = w.row<uint16_t>(r);
+  int c = 0;
+  for (; c + 128 <= w.ld; c += 128) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
+      #pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
+    }
+  }
+  if (c < w.ld) {  // the last 64 elements
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
+      #pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
+    }
+  }
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) {
+    y[static_cast<size_t>(j) * w.out + r] =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0][j], a[1][j]), _mm512_add_ps(a[2][j], a[3][j]))) + bias;
+  }
+}
+
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
-  if constexpr (M == 1) {
-    for (int r = rb; r < re; ++r) row_stream(w, x, y, r);
-    return;
+  for (int r = rb; r < re; ++r) {
+    if constexpr (M == 1) row_stream(w, x, y, r);
+    else row_streams<M>(w, x, y, r);
   }
-  constexpr int R = 4;
-  int r = rb;
-  for (; r + R <= re; r += R) rows_kernel<R, M>(w, x, y, r);
-  for (; r < re; ++r) rows_kernel<1, M>(w, x, y, r);
 }
 
 }  // namespace

@@ -37,49 +37,6 @@ size_t staged_bytes(const PackedWeight& w, int m) {
   return static_cast<size_t>(m) * w.ld + m * blocks * 4 + m * blocks * 4;
 }
 
-template <int R, int M>
-XFT_VNNI inline void rows_kernel(const PackedWeight& w, const Int8StagedX& x, float* y, int r0) {
-  const int blocks = w.ld / kInt8Block;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc[R][M];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int b = 0; b < blocks; ++b) {
-    const int c = b * kInt8Block;
-    __m512i xq[M], start[M];
-    __m512 xs[M];
-#pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) {
-      xq[j] = _mm512_loadu_si512(x.q + static_cast<size_t>(j) * w.ld + c);
-      start[j] = _mm512_maskz_set1_epi32(1, x.neg_comp[static_cast<size_t>(j) * blocks + b]);
-      xs[j] = _mm512_set1_ps(x.scale[static_cast<size_t>(j) * blocks + b]);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      const int8_t* wp = w.row<int8_t>(r0 + i) + c;
-      // The next block of R rows follows in memory: fetch its line now.
-      _mm_prefetch(reinterpret_cast<const char*>(wp + static_cast<size_t>(R) * w.ld), _MM_HINT_T0);
-      const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wp), flip);
-#pragma GCC unroll 16
-      for (int j = 0; j < M; ++j) {
-        const __m512i dot = _mm512_dpbusd_epi32(start[j], wq, xq[j]);
-        acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xs[j], acc[i][j]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) {
-    const int r = r0 + i;
-    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-#pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) {
-      y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[i][j]) * w.scales[r] + bias;
-    }
-  }
-}
-
 // One block's contribution for m = 1: exact int32 dot product of the block,
 // then scaled by the block's x scale and added to `acc`.
 XFT_VNNI inline __m512 add_block(__m512 acc, const int8_t* wr, const Int8StagedX& x, int b, __m512i flip) {
@@ -111,16 +68,54 @@ XFT_VNNI inline void row_stream(const PackedWeight& w, const Int8StagedX& x, flo
   y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * w.scales[r] + bias;
 }
 
+// Input j's block b against the weight block wq (already flipped), as add_block does for m = 1.
+XFT_VNNI inline __m512 add_input_block(__m512 acc, __m512i wq, const PackedWeight& w, const Int8StagedX& x, int j, int b) {
+  const size_t block = static_cast<size_t>(j) * (w.ld / kInt8Block) + b;
+  const __m512i xq = _mm512_loadu_si512(x.q + static_cast<size_t>(j) * w.ld + b * kInt8Block);
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_maskz_set1_epi32(1, x.neg_comp[block]), wq, xq);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[block]), acc);
+}
+
+// m = 2..4: the same blocks into the same four accumulators per input as
+// m = 1, so each input's result is bit for bit its result alone (the server
+// batches requests and must not change their answers); the row is read once for all.
+template <int M>
+XFT_VNNI inline void row_streams(const PackedWeight& w, const Int8StagedX& x, float* y, int r) {
+  const int blocks = w.ld / kInt8Block;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int8_t* wr = w.row<int8_t>(r);
+  __m512 a[4][M];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
+  int b = 0;
+  for (; b + 4 <= blocks; b += 4) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + (b + k) * kInt8Block), flip);
+      #pragma GCC unroll 16
+      for (int j = 0; j < M; ++j) a[k][j] = add_input_block(a[k][j], wq, w, x, j, b + k);
+    }
+  }
+  for (; b < blocks; ++b) {
+    const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + b * kInt8Block), flip);
+    #pragma GCC unroll 16
+    for (int j = 0; j < M; ++j) a[0][j] = add_input_block(a[0][j], wq, w, x, j, b);
+  }
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  #pragma GCC unroll 16
+  for (int j = 0; j < M; ++j) {
+    y[static_cast<size_t>(j) * w.out + r] =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0][j], a[1][j]), _mm512_add_ps(a[2][j], a[3][j]))) *
+            w.scales[r] + bias;
+  }
+}
+
 template <int M>
 XFT_VNNI void run_rows(const PackedWeight& w, const Int8StagedX& x, float* y, int rb, int re) {
-  if constexpr (M == 1) {
-    for (int r = rb; r < re; ++r) row_stream(w, x, y, r);
-    return;
+  for (int r = rb; r < re; ++r) {
+    if constexpr (M == 1) row_stream(w, x, y, r);
+    else row_streams<M>(w, x, y, r);
   }
-  constexpr int R = 4;
-  int r = rb;
-  for (; r + R <= re; r += R) rows_kernel<R, M>(w, x, y, r);
-  for (; r < re; ++r) rows_kernel<1, M>(w, x, y, r);
 }
 
 // One block of x (n <= 64 floats, zero padded) -> 64 int8, the block's

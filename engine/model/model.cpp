@@ -420,6 +420,11 @@ void Model::attend(int layer_index, std::span<const Chunk> chunks) {
   }
 }
 
+void Model::project(const Linear& linear, const float* x, int m, float* y) const {
+  if (rows_independent_) linear.forward_gemv(x, m, y, *pool_);
+  else linear.forward(x, m, y, *pool_);
+}
+
 void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m) {
   const int h = config_.hidden;
   const int d = head_dim_;
@@ -427,7 +432,7 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
   const size_t hm = static_cast<size_t>(m) * h;
 
   rmsnorm_rows(hidden_.data(), layer.ln_1.data(), normed_.data(), m, h, eps);
-  layer.qkv.forward(normed_.data(), m, qkv_.data(), *pool_);
+  project(layer.qkv, normed_.data(), m, qkv_.data());
   if (config_.qk_norm) {
     for (int r = 0; r < m; ++r) {
       float* q = qkv_.data() + static_cast<size_t>(r) * qkv_width_;
@@ -439,14 +444,14 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
   apply_rope(qkv_.data() + local_heads_ * d, m, qkv_width_, local_kv_heads_, d,
              positions_.data(), rope_);
   attend(layer_index, chunks);
-  layer.o_proj.forward(attn_.data(), m, proj_.data(), *pool_);
+  project(layer.o_proj, attn_.data(), m, proj_.data());
   allreduce(proj_.data(), hm);
   add_inplace(hidden_.data(), proj_.data(), hm);
 
   rmsnorm_rows(hidden_.data(), layer.ln_2.data(), normed_.data(), m, h, eps);
-  layer.gate_up.forward(normed_.data(), m, gate_up_.data(), *pool_);
+  project(layer.gate_up, normed_.data(), m, gate_up_.data());
   silu_mul_fused(gate_up_.data(), m, mlp_rows_, act_.data());
-  layer.down.forward(act_.data(), m, proj_.data(), *pool_);
+  project(layer.down, act_.data(), m, proj_.data());
   allreduce(proj_.data(), hm);
   add_inplace(hidden_.data(), proj_.data(), hm);
 }
@@ -478,6 +483,7 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   const int m = static_cast<int>(tokens_.size());
   if (m == 0) return make_error("nothing to run: no tokens");
   const size_t hm = static_cast<size_t>(m) * h;
+  rows_independent_ = options_.batch_invariant && m == static_cast<int>(chunks.size());
   hidden_.resize(hm);
   normed_.resize(hm);
   proj_.resize(hm);
@@ -522,7 +528,7 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   rmsnorm_rows(last_.data(), ln_f_.data(), rows, h, static_cast<float>(config_.rms_eps));
   const size_t vocab_local = partition_.vocab.size();
   logits_.resize(rows * vocab_local);
-  lm_head_.forward(last_.data(), rows, logits_.data(), *pool_);
+  project(lm_head_, last_.data(), rows, logits_.data());
   if (profiling_)
     profile_.back().total_ms +=
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_start).count();

@@ -45,6 +45,10 @@ struct ModelOptions {
   std::vector<int> cpus;         // OS cpu ids for this rank's threads; empty: not pinned
   int threads = 0;               // 0: cpus.size(), else every cpu this process may use
   int max_context = 0;           // KV positions per sequence; 0: min(max_positions, 8192)
+  // A decode pass over many sequences gives each the same logits, bit for
+  // bit, as a pass of its own: every row goes through the GEMV kernels (the
+  // server's continuous batching; oneDNN's matmul sums in another order).
+  bool batch_invariant = false;
 };
 
 // One conversation's state on this rank: its KV cache and the tokens seen.
@@ -134,6 +138,7 @@ class Model {
   void run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m);
   void attend(int layer_index, std::span<const Chunk> chunks);
   void allreduce(float* data, size_t n);
+  void project(const Linear& linear, const float* x, int m, float* y) const;
 
   ModelConfig config_;
   ModelOptions options_;
@@ -154,7 +159,8 @@ class Model {
 
   bool profiling_ = false;
   std::vector<LayerTime> profile_;
-  double* allreduce_clock_ = nullptr;  // where allreduce() adds its time while profiling
+  double* allreduce_clock_ = nullptr;
+  bool rows_independent_ = false;  // this pass: batch_invariant and one token per chunk  // where allreduce() adds its time while profiling
 
   // Scratch reused across calls.
   std::vector<int32_t> tokens_;

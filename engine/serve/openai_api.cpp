@@ -1,0 +1,251 @@
+#include "engine/serve/openai_api.h"
+
+#include <cmath>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace xft::engine::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+ApiError bad(std::string message, std::string param = "", std::string code = "") {
+  return ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
+}
+
+// Fields OpenAI defines that this server accepts only at their neutral value.
+bool neutral_value(const std::string& name, const json& value) {
+  if (value.is_null()) return true;
+  if (name == "n" || name == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
+  if (name == "frequency_penalty" || name == "presence_penalty") return value.is_number() && value.get<double>() == 0.0;
+  if (name == "logprobs" || name == "echo") return value.is_boolean() && !value.get<bool>();
+  if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
+  return false;
+}
+
+Expected<float, ApiError> number_in(const json& value, const std::string& name, double low, double high,
+                                    bool low_open) {
+  if (!value.is_number()) return bad("'" + name + "' must be a number", name);
+  double v = value.get<double>();
+  if (!std::isfinite(v) || v > high || v < low || (low_open && v == low)) {
+    return bad("'" + name + "' must be " + (low_open ? "> " : ">= ") + json(low).dump() + " and <= " +
+                   json(high).dump() + ", got " + value.dump(),
+               name);
+  }
+  return static_cast<float>(v);
+}
+
+Expected<std::string, ApiError> message_content(const json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return bad("'" + param + "' must be a string or an array of text parts", param);
+  std::string text;
+  for (const auto& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      return bad("'" + param + "': only parts of type 'text' are supported", param);
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+Expected<void, ApiError> parse_messages(const json& value, CompletionRequest& request) {
+  if (!value.is_array() || value.empty()) return bad("'messages' must be a non-empty array", "messages");
+  for (size_t i = 0; i < value.size(); ++i) {
+    const json& m = value[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad("'" + at + "' must be an object with 'role' and 'content'", at);
+    for (const auto& [key, _] : m.items()) {
+      if (key != "role" && key != "content" && key != "name") return bad("unknown field '" + at + "." + key + "'", at + "." + key);
+    }
+    if (!m.contains("role") || !m["role"].is_string()) return bad("'" + at + ".role' must be a string", at + ".role");
+    std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant") {
+      return bad("'" + at + ".role' must be system, user or assistant, got '" + role + "'", at + ".role");
+    }
+    if (!m.contains("content")) return bad("'" + at + ".content' is missing", at + ".content");
+    auto content = message_content(m["content"], i);
+    if (!content) return content.error();
+    request.messages.emplace_back(role, *content);
+  }
+  return {};
+}
+
+Expected<void, ApiError> parse_stop(const json& value, CompletionRequest& request) {
+  if (value.is_null()) return {};
+  if (value.is_string()) {
+    if (!value.get<std::string>().empty()) request.stop.push_back(value.get<std::string>());
+    return {};
+  }
+  if (!value.is_array() || value.size() > 4) return bad("'stop' must be a string or an array of up to 4 strings", "stop");
+  for (const auto& s : value) {
+    if (!s.is_string()) return bad("'stop' must be a string or an array of up to 4 strings", "stop");
+    if (!s.get<std::string>().empty()) request.stop.push_back(s.get<std::string>());
+  }
+  return {};
+}
+
+Expected<void, ApiError> parse_prompt(const json& value, CompletionRequest& request) {
+  if (value.is_string()) {
+    request.prompt = value.get<std::string>();
+    return {};
+  }
+  if (value.is_array() && value.size() == 1 && value[0].is_string()) {
+    request.prompt = value[0].get<std::string>();
+    return {};
+  }
+  return bad("'prompt' must be a string (one prompt per request)", "prompt");
+}
+
+Expected<void, ApiError> parse_field(const std::string& key, const json& value, CompletionRequest& request) {
+  if (key == "model") {
+    if (!value.is_string()) return bad("'model' must be a string", key);
+    request.model = value.get<std::string>();
+  } else if (key == "messages" && request.chat) {
+    return parse_messages(value, request);
+  } else if (key == "prompt" && !request.chat) {
+    return parse_prompt(value, request);
+  } else if (key == "stream") {
+    if (!value.is_boolean() && !value.is_null()) return bad("'stream' must be true or false", key);
+    request.stream = value.is_boolean() && value.get<bool>();
+  } else if (key == "stream_options") {
+    if (value.is_null()) return {};
+    if (!value.is_object()) return bad("'stream_options' must be an object", key);
+    for (const auto& [k, v] : value.items()) {
+      if (k != "include_usage") return bad("unknown field 'stream_options." + k + "'", "stream_options." + k);
+      if (!v.is_boolean()) return bad("'stream_options.include_usage' must be true or false", "stream_options.include_usage");
+      request.include_usage = v.get<bool>();
+    }
+  } else if (key == "max_tokens" || (key == "max_completion_tokens" && request.chat)) {
+    if (value.is_null()) return {};
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > (1 << 30)) {
+      return bad("'" + key + "' must be a positive integer, got " + value.dump(), key);
+    }
+    request.max_tokens = static_cast<int>(value.get<int64_t>());
+  } else if (key == "temperature") {
+    if (value.is_null()) return {};
+    auto v = number_in(value, key, 0.0, 2.0, false);
+    if (!v) return v.error();
+    request.temperature = *v;
+  } else if (key == "top_p") {
+    if (value.is_null()) return {};
+    auto v = number_in(value, key, 0.0, 1.0, true);
+    if (!v) return v.error();
+    request.top_p = *v;
+  } else if (key == "top_k") {
+    if (value.is_null()) return {};
+    if (!value.is_number_integer() || value.get<int64_t>() < -1 || value.get<int64_t>() > (1 << 30)) {
+      return bad("'top_k' must be an integer >= 0 (0 or -1: no limit)", key);
+    }
+    request.top_k = std::max<int>(0, static_cast<int>(value.get<int64_t>()));
+  } else if (key == "repetition_penalty") {
+    if (value.is_null()) return {};
+    auto v = number_in(value, key, 0.0, 10.0, true);
+    if (!v) return v.error();
+    request.repetition_penalty = *v;
+  } else if (key == "stop") {
+    return parse_stop(value, request);
+  } else if (key == "seed") {
+    if (value.is_null()) return {};
+    if (!value.is_number_integer()) return bad("'seed' must be an integer", key);
+    request.seed = value.is_number_unsigned() ? value.get<uint64_t>() : static_cast<uint64_t>(value.get<int64_t>());
+  } else if (key == "user") {
+    if (!value.is_string() && !value.is_null()) return bad("'user' must be a string", key);
+  } else if (key == "n" || key == "frequency_penalty" || key == "presence_penalty" || key == "logprobs" ||
+             (!request.chat && (key == "best_of" || key == "echo" || key == "suffix"))) {
+    if (!neutral_value(key, value)) {
+      return bad("'" + key + "' is not supported by this server (only its default value)", key, "unsupported_parameter");
+    }
+  } else {
+    return bad("unknown field '" + key + "'", key, "unknown_field");
+  }
+  return {};
+}
+
+json usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+json nullable(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+json header(const ResponseIds& ids, const char* object) {
+  return {{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
+}
+
+// Model output may end in the middle of a UTF-8 sequence only through U+FFFD
+// replacement upstream; still, never let dump() throw on bytes.
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat) {
+  CompletionRequest request;
+  request.chat = chat;
+  json document = json::parse(body.begin(), body.end(), nullptr, false);
+  if (document.is_discarded()) return bad("the request body is not valid JSON", "", "invalid_json");
+  if (!document.is_object()) return bad("the request body must be a JSON object");
+  for (const auto& [key, value] : document.items()) {
+    auto parsed = parse_field(key, value, request);
+    if (!parsed) return parsed.error();
+  }
+  if (chat && request.messages.empty()) return bad("'messages' is required", "messages");
+  if (!chat && !document.contains("prompt")) return bad("'prompt' is required", "prompt");
+  if (request.include_usage && !request.stream) {
+    return bad("'stream_options' is only allowed with 'stream': true", "stream_options");
+  }
+  return request;
+}
+
+std::string error_body(const ApiError& error) {
+  return dump({{"error",
+                {{"message", error.message},
+                 {"type", error.type},
+                 {"param", nullable(error.param)},
+                 {"code", nullable(error.code)}}}});
+}
+
+std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
+                            const std::string& finish_reason, const Usage& usage) {
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}};
+  if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else choice["text"] = text;
+  json body = header(ids, chat ? "chat.completion" : "text_completion");
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
+                       const std::string& finish_reason) {
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}};
+  if (chat) {
+    json delta = json::object();
+    if (!role.empty()) delta["role"] = role;
+    if (!text.empty() || role.empty()) delta["content"] = text;
+    if (!finish_reason.empty() && text.empty()) delta = json::object();
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  json body = header(ids, chat ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = json::array({choice});
+  return dump(body);
+}
+
+std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage) {
+  json body = header(ids, chat ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = json::array();
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string models_body(const std::string& model, int64_t created) {
+  return dump({{"object", "list"},
+               {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "xftctl"}}})}});
+}
+
+}  // namespace xft::engine::serve

@@ -1,0 +1,67 @@
+// OpenAI's wire format for /v1/completions and /v1/chat/completions: strict
+// parsing of request bodies (unknown fields and out-of-range values are 400s
+// that name the field, in OpenAI's error shape) and the response, chunk and
+// error bodies. Pure functions of their inputs, so the format is unit-tested
+// without a server.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/expected.h"
+
+namespace xft::engine::serve {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending field, empty: null
+  std::string code;   // empty: null
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> messages;  // chat: (role, content)
+  std::string prompt;                                          // completions
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<int> max_tokens;
+  float temperature = 1.0f;  // OpenAI's default; 0 is greedy
+  float top_p = 1.0f;
+  int top_k = 0;                    // extension (vLLM): 0 no limit
+  float repetition_penalty = 1.0f;  // extension (vLLM)
+  std::vector<std::string> stop;
+  std::optional<uint64_t> seed;
+};
+
+Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat);
+
+// What every response and chunk of one request repeats.
+struct ResponseIds {
+  std::string id;  // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0;
+  std::string model;
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+std::string error_body(const ApiError& error);
+std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
+                            const std::string& finish_reason, const Usage& usage);
+// One streamed chunk (the JSON after "data: "). chat: `role` goes in the
+// first chunk's delta; finish_reason empty: null. A usage chunk has no choices.
+std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
+                       const std::string& finish_reason);
+std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage);
+std::string models_body(const std::string& model, int64_t created);
+
+}  // namespace xft::engine::serve

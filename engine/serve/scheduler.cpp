@@ -1,0 +1,244 @@
+#include "engine/serve/scheduler.h"
+
+#include <algorithm>
+
+namespace xft::engine::serve {
+
+namespace {
+
+using Clock = RequestStream::Clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+constexpr auto kGaugeWindow = std::chrono::seconds(5);
+
+}  // namespace
+
+bool RequestStream::next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, wait, [this] { return !pending_.empty() || done_; });
+  tokens.insert(tokens.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+  return !done_;
+}
+
+std::string RequestStream::finish_reason() const {
+  std::lock_guard lock(mutex_);
+  return finish_reason_;
+}
+
+std::string RequestStream::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+void RequestStream::push(int32_t token) {
+  std::lock_guard lock(mutex_);
+  pending_.push_back(token);
+  ready_.notify_all();
+}
+
+void RequestStream::finish(std::string reason, std::string error) {
+  std::lock_guard lock(mutex_);
+  if (done_) return;
+  done_ = true;
+  finish_reason_ = std::move(reason);
+  error_ = std::move(error);
+  ready_.notify_all();
+}
+
+Scheduler::Scheduler(Model& model, SchedulerOptions options)
+    : model_(model), options_(options), executor_(model, options.max_batch) {
+  slots_.resize(static_cast<size_t>(options_.max_batch));
+  kv_per_position_ = model_.new_sequence(1)->kv_bytes();
+}
+
+int Scheduler::capacity_for(const GenerationRequest& request) const {
+  const long want = static_cast<long>(request.prompt.size()) + request.max_tokens;
+  return static_cast<int>(std::min<long>(want, model_.max_context()));
+}
+
+Expected<std::shared_ptr<RequestStream>, SubmitError> Scheduler::submit(GenerationRequest request) {
+  const int context = model_.max_context();
+  const int prompt = static_cast<int>(request.prompt.size());
+  if (prompt == 0) return SubmitError{400, "the prompt has no tokens", ""};
+  if (prompt >= context) {
+    return SubmitError{400,
+                       "the prompt has " + std::to_string(prompt) + " tokens; this server's context is " +
+                           std::to_string(context) + " (start it with a larger --max-context, or shorten the prompt)",
+                       "context_length_exceeded"};
+  }
+  const size_t need = static_cast<size_t>(capacity_for(request)) * kv_per_position_;
+  if (options_.kv_budget_bytes > 0 && need > options_.kv_budget_bytes) {
+    return SubmitError{400,
+                       "prompt + max_tokens need " + std::to_string(need >> 20) + " MiB of KV cache; the server has " +
+                           std::to_string(options_.kv_budget_bytes >> 20) + " MiB (--kv-cache-mib)",
+                       "context_length_exceeded"};
+  }
+  auto stream = std::make_shared<RequestStream>();
+  stream->prompt_tokens_ = prompt;
+  std::lock_guard lock(mutex_);
+  if (static_cast<int>(waiting_.size()) >= options_.max_queue) {
+    return SubmitError{429,
+                       "the server is busy: " + std::to_string(waiting_.size()) +
+                           " requests are waiting already (--max-queue); retry later",
+                       "rate_limit_exceeded"};
+  }
+  waiting_.push_back(Waiting{stream, std::move(request), Clock::now()});
+  work_.notify_one();
+  return stream;
+}
+
+SchedulerCounters Scheduler::take_counters() {
+  std::lock_guard lock(mutex_);
+  SchedulerCounters copy = counters_;
+  counters_.time_to_first_token_s.clear();
+  copy.waiting = static_cast<int>(waiting_.size());
+  copy.running = static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& a) { return a != nullptr; }));
+  copy.kv_bytes = kv_used_;
+  int tokens = 0;
+  const auto now = Clock::now();
+  for (const auto& step : recent_) tokens += step.second;
+  if (!recent_.empty()) {
+    const double span = std::max(seconds(now - recent_.front().first), 1e-3);
+    copy.decode_tokens_per_second = seconds(now - recent_.back().first) > 2.0 ? 0.0 : tokens / span;
+  }
+  return copy;
+}
+
+// Under the lock: frees what ended, admits what fits, lists what decodes.
+StepPlan Scheduler::plan_step(std::unique_lock<std::mutex>&) {
+  StepPlan plan;
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    auto& active = slots_[slot];
+    if (!active) continue;
+    if (active->stream->cancelled() && !active->finished) {
+      active->finished = true;
+      active->stream->finish("cancelled");
+    }
+    if (!active->finished) continue;
+    plan.release.push_back(static_cast<int32_t>(slot));
+    kv_used_ -= active->kv_bytes;
+    active.reset();
+  }
+  while (!waiting_.empty() && waiting_.front().stream->cancelled()) {
+    waiting_.front().stream->finish("cancelled");
+    waiting_.pop_front();
+  }
+  std::vector<bool> fresh(slots_.size(), false);
+  for (size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
+    if (slots_[slot]) continue;
+    Waiting& next = waiting_.front();
+    const int capacity = capacity_for(next.request);
+    const size_t bytes = static_cast<size_t>(capacity) * kv_per_position_;
+    if (options_.kv_budget_bytes > 0 && kv_used_ + bytes > options_.kv_budget_bytes) break;
+    auto active = std::make_unique<Active>();
+    active->stream = next.stream;
+    active->request = std::move(next.request);
+    active->kv_bytes = bytes;
+    active->submitted = next.submitted;
+    waiting_.pop_front();
+    kv_used_ += bytes;
+    plan.prefill.push_back(PrefillOp{static_cast<int32_t>(slot), capacity, active->request.sampling,
+                                     active->request.prompt});
+    counters_.prompt_tokens += active->request.prompt.size();
+    slots_[slot] = std::move(active);
+    fresh[slot] = true;
+  }
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot] && !fresh[slot]) plan.decode.push_back(static_cast<int32_t>(slot));
+  }
+  return plan;
+}
+
+void Scheduler::accept_token(int slot, int32_t token) {
+  Active& a = *slots_[slot];
+  if (a.finished) return;
+  if (!a.first_token_seen) {
+    a.first_token_seen = true;
+    counters_.time_to_first_token_s.push_back(seconds(Clock::now() - a.submitted));
+  }
+  const auto& stops = a.request.stop_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    a.finished = true;
+    a.stream->finish("stop");
+    return;
+  }
+  a.stream->push(token);
+  ++a.generated;
+  ++counters_.generated_tokens;
+  const Sequence* sequence = executor_.sequence(slot);
+  if (a.generated >= a.request.max_tokens) {
+    a.finished = true;
+    a.stream->finish("length");
+  } else if (sequence->length() >= sequence->capacity()) {
+    a.finished = true;
+    a.stream->finish(sequence->capacity() >= model_.max_context() ? "context" : "length");
+  }
+}
+
+void Scheduler::deliver(const StepPlan& plan, const std::vector<int32_t>& drawn) {
+  std::lock_guard lock(mutex_);
+  size_t i = 0;
+  for (const auto& op : plan.prefill) accept_token(op.slot, drawn[i++]);
+  for (int32_t slot : plan.decode) accept_token(slot, drawn[i++]);
+  ++counters_.steps;
+  const auto now = Clock::now();
+  recent_.emplace_back(now, static_cast<int>(drawn.size()));
+  while (!recent_.empty() && now - recent_.front().first > kGaugeWindow) recent_.pop_front();
+}
+
+void Scheduler::finish_all(const std::string& reason, const std::string& error) {
+  std::lock_guard lock(mutex_);
+  for (auto& active : slots_) {
+    if (active) active->stream->finish(reason, error);
+    active.reset();
+  }
+  for (auto& w : waiting_) w.stream->finish(reason, error);
+  waiting_.clear();
+  kv_used_ = 0;
+}
+
+Expected<void> Scheduler::run(const std::atomic<bool>& stop) {
+  Communicator& comm = model_.comm();
+  while (true) {
+    StepPlan plan;
+    {
+      std::unique_lock lock(mutex_);
+      if (!stop) {
+        plan = plan_step(lock);
+        if (plan.empty()) {
+          work_.wait_for(lock, std::chrono::milliseconds(50));
+          continue;
+        }
+      } else {
+        plan.shutdown = true;
+      }
+    }
+    if (plan.shutdown) {
+      finish_all("cancelled", "the server is shutting down");
+      if (auto shared = share_plan(comm, plan); !shared) return shared.error();
+      return {};
+    }
+    if (auto shared = share_plan(comm, plan); !shared) return shared.error();
+    auto drawn = executor_.run(plan);
+    if (!drawn) {
+      finish_all("error", drawn.error().message);
+      return drawn.error();
+    }
+    deliver(plan, *drawn);
+  }
+}
+
+Expected<void> Scheduler::follow(Model& model, int max_batch) {
+  StepExecutor executor(model, max_batch);
+  while (true) {
+    StepPlan plan;
+    if (auto shared = share_plan(model.comm(), plan); !shared) return shared.error();
+    if (plan.shutdown) return {};
+    auto drawn = executor.run(plan);
+    if (!drawn) return drawn.error();
+  }
+}
+
+}  // namespace xft::engine::serve

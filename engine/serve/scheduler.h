@@ -1,0 +1,140 @@
+// Continuous batching: requests from any number of HTTP threads wait in a
+// queue; the scheduler thread (rank 0's main thread, the one that may call
+// collectives) admits them while a batch slot and KV memory are free, and
+// every step decodes one token for all running requests at once. A new
+// request joins at the next step, a finished or abandoned one leaves at the
+// next step. Past the queue limit a request is refused (HTTP 429).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "engine/model/model.h"
+#include "engine/model/sampler.h"
+#include "engine/serve/step_plan.h"
+
+namespace xft::engine::serve {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_tokens = 16;
+  std::vector<int32_t> stop_ids;  // drawn but neither emitted nor fed back
+};
+
+// The tokens of one request as the scheduler produces them. The HTTP thread
+// takes them with next(); cancel() (the client went away) frees the slot.
+class RequestStream {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Waits up to `wait` for tokens; appends them to `tokens`. Returns false
+  // once the request is over and every token was taken (finish_reason() set).
+  bool next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait);
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  // "stop" | "length" | "context" | "cancelled" | "error"
+  std::string finish_reason() const;
+  std::string error() const;
+  int prompt_tokens() const { return prompt_tokens_; }
+
+ private:
+  friend class Scheduler;
+  void push(int32_t token);
+  void finish(std::string reason, std::string error = "");
+
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<int32_t> pending_;
+  bool done_ = false;
+  std::string finish_reason_, error_;
+  std::atomic<bool> cancelled_{false};
+  int prompt_tokens_ = 0;
+};
+
+struct SchedulerOptions {
+  int max_batch = 16;       // sequences decoded together
+  int max_queue = 64;       // requests waiting beyond the batch; more get 429
+  size_t kv_budget_bytes = 0;  // KV cache of all running sequences on this rank; 0: unlimited
+};
+
+struct SubmitError {
+  int status = 400;  // 400: the request can never run; 429: full
+  std::string message;
+  std::string code;
+};
+
+// What /metrics reports.
+struct SchedulerCounters {
+  int running = 0;
+  int waiting = 0;
+  size_t kv_bytes = 0;
+  uint64_t steps = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+  double decode_tokens_per_second = 0.0;  // over the last few seconds of decoding
+  std::vector<double> time_to_first_token_s;  // since the last take (for a histogram)
+};
+
+class Scheduler {
+ public:
+  Scheduler(Model& model, SchedulerOptions options);
+  const SchedulerOptions& options() const { return options_; }
+  size_t kv_bytes_per_position() const { return kv_per_position_; }
+  int max_context() const { return model_.max_context(); }
+
+  // From any thread.
+  Expected<std::shared_ptr<RequestStream>, SubmitError> submit(GenerationRequest request);
+  SchedulerCounters take_counters();
+
+  // Rank 0: runs steps until `stop` is set, then tells the other ranks to
+  // end. Every open request is finished ("cancelled") on the way out.
+  Expected<void> run(const std::atomic<bool>& stop);
+  // Every other rank: executes rank 0's plans until it says shutdown.
+  static Expected<void> follow(Model& model, int max_batch);
+
+ private:
+  struct Active {
+    std::shared_ptr<RequestStream> stream;
+    GenerationRequest request;
+    int generated = 0;
+    size_t kv_bytes = 0;
+    bool finished = false;
+    RequestStream::Clock::time_point submitted;
+    bool first_token_seen = false;
+  };
+  struct Waiting {
+    std::shared_ptr<RequestStream> stream;
+    GenerationRequest request;
+    RequestStream::Clock::time_point submitted;
+  };
+
+  StepPlan plan_step(std::unique_lock<std::mutex>& lock);
+  void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn);
+  void accept_token(int slot, int32_t token);
+  void finish_all(const std::string& reason, const std::string& error);
+  int capacity_for(const GenerationRequest& request) const;
+
+  Model& model_;
+  SchedulerOptions options_;
+  size_t kv_per_position_ = 0;
+  StepExecutor executor_;
+
+  std::mutex mutex_;
+  std::condition_variable work_;
+  std::deque<Waiting> waiting_;
+  std::vector<std::unique_ptr<Active>> slots_;  // index = executor slot
+  size_t kv_used_ = 0;
+  SchedulerCounters counters_;
+  // (time, tokens) of recent decode steps, for the tokens/s gauge.
+  std::deque<std::pair<RequestStream::Clock::time_point, int>> recent_;
+};
+
+}  // namespace xft::engine::serve

@@ -1,0 +1,182 @@
+#include "engine/serve/step_plan.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace xft::engine::serve {
+
+namespace {
+
+class Writer {
+ public:
+  template <class T>
+  void put(const T& value) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&value);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  void put_ids(const std::vector<int32_t>& ids) {
+    put(static_cast<int32_t>(ids.size()));
+    for (int32_t id : ids) put(id);
+  }
+  std::vector<uint8_t> bytes;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  template <class T>
+  bool get(T& value) {
+    if (at_ + sizeof(T) > bytes_.size()) return false;
+    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool get_ids(std::vector<int32_t>& ids) {
+    int32_t n = 0;
+    if (!get(n) || n < 0 || static_cast<size_t>(n) * 4 > bytes_.size() - at_) return false;
+    ids.resize(static_cast<size_t>(n));
+    for (auto& id : ids) get(id);
+    return true;
+  }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t at_ = 0;
+};
+
+void put_sampling(Writer& w, const SamplingParams& s) {
+  w.put(static_cast<uint8_t>(s.greedy));
+  w.put(s.temperature);
+  w.put(static_cast<int32_t>(s.top_k));
+  w.put(s.top_p);
+  w.put(s.repetition_penalty);
+  w.put(s.seed);
+}
+
+bool get_sampling(Reader& r, SamplingParams& s) {
+  uint8_t greedy = 0;
+  int32_t top_k = 0;
+  bool ok = r.get(greedy) && r.get(s.temperature) && r.get(top_k) && r.get(s.top_p) &&
+            r.get(s.repetition_penalty) && r.get(s.seed);
+  s.greedy = greedy != 0;
+  s.top_k = top_k;
+  return ok;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_plan(const StepPlan& plan) {
+  Writer w;
+  w.put(static_cast<uint8_t>(plan.shutdown));
+  w.put_ids(plan.release);
+  w.put(static_cast<int32_t>(plan.prefill.size()));
+  for (const auto& op : plan.prefill) {
+    w.put(op.slot);
+    w.put(op.capacity);
+    put_sampling(w, op.sampling);
+    w.put_ids(op.tokens);
+  }
+  w.put_ids(plan.decode);
+  return std::move(w.bytes);
+}
+
+Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
+  StepPlan plan;
+  Reader r(bytes);
+  uint8_t shutdown = 0;
+  int32_t prefills = 0;
+  bool ok = r.get(shutdown) && r.get_ids(plan.release) && r.get(prefills) && prefills >= 0 &&
+            static_cast<size_t>(prefills) <= bytes.size();
+  for (int32_t i = 0; ok && i < prefills; ++i) {
+    PrefillOp op;
+    ok = r.get(op.slot) && r.get(op.capacity) && get_sampling(r, op.sampling) && r.get_ids(op.tokens);
+    plan.prefill.push_back(std::move(op));
+  }
+  ok = ok && r.get_ids(plan.decode) && r.done();
+  if (!ok) return make_error("a step plan from rank 0 is truncated or malformed");
+  plan.shutdown = shutdown != 0;
+  return plan;
+}
+
+Expected<void> share_plan(Communicator& comm, StepPlan& plan) {
+  if (comm.size() <= 1) return {};
+  std::vector<uint8_t> bytes;
+  if (comm.rank() == 0) bytes = encode_plan(plan);
+  int64_t size = static_cast<int64_t>(bytes.size());
+  comm.broadcast(&size, sizeof size, 0);
+  bytes.resize(static_cast<size_t>(size));
+  comm.broadcast(bytes.data(), bytes.size(), 0);
+  if (comm.rank() == 0) return {};
+  auto decoded = decode_plan(bytes);
+  if (!decoded) return decoded.error();
+  plan = std::move(*decoded);
+  return {};
+}
+
+StepExecutor::StepExecutor(Model& model, int slots) : model_(model), slots_(static_cast<size_t>(slots)) {}
+
+Expected<void> StepExecutor::check(const StepPlan& plan) const {
+  auto valid = [&](int32_t slot) { return slot >= 0 && slot < slots(); };
+  for (int32_t slot : plan.release)
+    if (!valid(slot)) return make_error("step plan: release of slot " + std::to_string(slot) + " out of range");
+  for (const auto& op : plan.prefill) {
+    if (!valid(op.slot) || slots_[op.slot].sequence) {
+      bool released = std::find(plan.release.begin(), plan.release.end(), op.slot) != plan.release.end();
+      if (!valid(op.slot) || !released) return make_error("step plan: slot " + std::to_string(op.slot) + " is busy");
+    }
+  }
+  for (int32_t slot : plan.decode)
+    if (!valid(slot) || !slots_[slot].sequence) return make_error("step plan: slot " + std::to_string(slot) + " is empty");
+  return {};
+}
+
+Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, std::span<float> logits) {
+  const Range vocab = model_.partition().vocab;
+  std::vector<TokenSampler*> samplers;
+  std::vector<float*> rows;
+  std::vector<std::span<const int32_t>> histories;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots_[slots[i]];
+    samplers.push_back(s.sampler.get());
+    rows.push_back(logits.data() + i * vocab.size());
+    histories.push_back(s.sequence->tokens());
+  }
+  auto drawn = sample_batch(model_.comm(), samplers, rows, vocab.size(), vocab.begin, histories);
+  for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
+  return drawn;
+}
+
+Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
+  if (auto ok = check(plan); !ok) return ok.error();
+  for (int32_t slot : plan.release) slots_[slot] = Slot{};
+  std::vector<int32_t> drawn;
+  for (const auto& op : plan.prefill) {
+    Slot& s = slots_[op.slot];
+    s.sequence = model_.new_sequence(op.capacity);
+    s.sampler = std::make_unique<TokenSampler>(op.sampling);
+    Chunk chunk{s.sequence.get(), op.tokens};
+    auto logits = model_.forward({&chunk, 1});
+    if (!logits) return logits.error();
+    const int slot = op.slot;
+    auto token = sample({&slot, 1}, *logits);
+    if (!token) return token.error();
+    drawn.push_back((*token)[0]);
+  }
+  if (plan.decode.empty()) return drawn;
+  std::vector<Chunk> chunks;
+  std::vector<int> slots;
+  for (int32_t slot : plan.decode) {
+    Slot& s = slots_[slot];
+    chunks.push_back(Chunk{s.sequence.get(), {&s.last, 1}});
+    slots.push_back(slot);
+  }
+  auto logits = model_.forward(chunks);
+  if (!logits) return logits.error();
+  auto tokens = sample(slots, *logits);
+  if (!tokens) return tokens.error();
+  drawn.insert(drawn.end(), tokens->begin(), tokens->end());
+  return drawn;
+}
+
+}  // namespace xft::engine::serve

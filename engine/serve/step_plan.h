@@ -1,0 +1,66 @@
+// One scheduler step as every rank executes it. Rank 0 decides the plan
+// (which sequences end, which requests start with their prompt, which decode
+// one token) and broadcasts it; every rank then runs the same forward passes
+// and the same collective sampling, so all ranks hold the same slots and
+// draw the same tokens without ever sending a token back.
+//
+// Batching must not change a request's tokens: each prompt is prefilled in a
+// forward pass of its own (as a lone `run qwen` does), and the decode batch
+// runs with ModelOptions::batch_invariant, where every row goes through the
+// same GEMV kernel as a batch of one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/expected.h"
+#include "engine/comm/communicator.h"
+#include "engine/model/model.h"
+#include "engine/model/sampler.h"
+
+namespace xft::engine::serve {
+
+struct PrefillOp {
+  int32_t slot = 0;
+  int32_t capacity = 0;  // KV positions of the new sequence
+  SamplingParams sampling;
+  std::vector<int32_t> tokens;
+};
+
+struct StepPlan {
+  bool shutdown = false;
+  std::vector<int32_t> release;  // slots freed before anything else runs
+  std::vector<PrefillOp> prefill;
+  std::vector<int32_t> decode;   // slots that feed their last token and sample the next
+  bool empty() const { return !shutdown && release.empty() && prefill.empty() && decode.empty(); }
+};
+
+std::vector<uint8_t> encode_plan(const StepPlan& plan);
+Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes);
+// Rank 0's plan reaches every rank (collective; a no-op on one rank).
+Expected<void> share_plan(Communicator& comm, StepPlan& plan);
+
+class StepExecutor {
+ public:
+  StepExecutor(Model& model, int slots);
+  // The token drawn for each prefill op, then for each decode slot, in plan order.
+  Expected<std::vector<int32_t>> run(const StepPlan& plan);
+  const Sequence* sequence(int slot) const { return slots_.at(slot).sequence.get(); }
+  int slots() const { return static_cast<int>(slots_.size()); }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Sequence> sequence;
+    std::unique_ptr<TokenSampler> sampler;
+    int32_t last = -1;  // the token drawn last, fed by the next decode
+  };
+  Expected<void> check(const StepPlan& plan) const;
+  Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<float> logits);
+
+  Model& model_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace xft::engine::serve

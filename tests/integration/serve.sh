@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# `xftctl run qwen --serve` with a real HTTP client (Python's http.client)
+# against the real server on the built-in test model: chat and text
+# completions, whole and streamed (server-sent events), equal the engine's
+# greedy output from `run qwen --prompt`; 16 concurrent streaming clients get
+# the text each gets alone, in fewer steps than tokens (batched); malformed
+# requests get OpenAI-style 400s and the server keeps serving; the API key,
+# the queue limit (429), /metrics and a clean stop on SIGTERM.
+set -euo pipefail
+: "${XFTCTL:?path of the xftctl binary}"
+: "${XFT_SOURCE_DIR:?source tree}"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' "$tmp/server.log" >&2; exit 1; }
+
+"$XFTCTL" model make-test "$tmp/m" --arch qwen2 --seed 7 >/dev/null
+
+# The engine's own greedy answers, one process each, no server involved.
+"$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 20 --prompt "Hello" \
+  >"$tmp/ref_chat.txt" 2>/dev/null
+"$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 20 --raw --prompt "The capital of France is" \
+  >"$tmp/ref_raw.txt" 2>/dev/null
+
+# start_server LOG ARGS...: starts the server on a free port, sets PORT and SERVER_PID.
+start_server() {
+  local log=$1; shift
+  "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --serve 127.0.0.1:0 "$@" 2>"$log" &
+  SERVER_PID=$!
+  pids+=("$SERVER_PID")
+  for _ in $(seq 1 300); do
+    PORT=$(sed -n 's|^xftctl: serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$log")
+    [ -n "$PORT" ] && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited: $(cat "$log")"
+    sleep 0.1
+  done
+  fail "the server did not start in 30 s"
+}
+
+start_server "$tmp/server.log" --max-new-tokens 20 --max-context 256 --max-batch 16
+grep -q "^xftctl: 1 rank, bf16/.*, batch up to 16, queue 64, context 256, KV .* MiB per 1000 positions$" "$tmp/server.log" \
+  || fail "startup line: $(cat "$tmp/server.log")"
+
+python3 - "$PORT" "$tmp/ref_chat.txt" "$tmp/ref_raw.txt" <<'PY' || fail "API checks"
+import http.client, json, sys, threading
+port = int(sys.argv[1])
+ref_chat = open(sys.argv[2], encoding="utf-8").read()[:-1]  # run qwen ends the answer with a newline
+ref_raw = open(sys.argv[3], encoding="utf-8").read()[:-1]
+assert ref_chat and ref_raw, "empty reference answers"
+
+def request(method, path, body=None, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
+    c.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    r = c.getresponse()
+    out = r.status, r.getheader("Content-Type"), r.read().decode()
+    c.close()
+    return out
+
+def post(path, body, headers=None):
+    status, ctype, text = request("POST", path, body, headers)
+    return status, json.loads(text) if ctype.startswith("application/json") else text
+
+def stream(path, body):
+    """Returns (text, chunks) from an SSE response, checking the framing."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", path, body=json.dumps(dict(body, stream=True)), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.status
+    assert r.getheader("Content-Type") == "text/event-stream", r.getheader("Content-Type")
+    assert r.getheader("Transfer-Encoding") == "chunked"
+    raw = r.read().decode()
+    c.close()
+    events = raw.split("\n\n")
+    assert events[-1] == "" and events[-2] == "data: [DONE]", events[-3:]
+    chunks = [json.loads(e[len("data: "):]) for e in events[:-2]]
+    for e in events[:-2]:
+        assert e.startswith("data: {"), e
+    text = ""
+    for ch in chunks:
+        for choice in ch["choices"]:
+            text += choice["delta"].get("content", "") if "delta" in choice else choice["text"]
+    return text, chunks
+
+chat = lambda content, **kw: dict({"model": "m", "messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 20}, **kw)
+
+# Liveness and the model list.
+assert request("GET", "/health")[0] == 200
+status, body = post("/v1/models", {})
+assert status == 405, status
+status, _, text = request("GET", "/v1/models")
+models = json.loads(text)
+assert status == 200 and models["object"] == "list" and models["data"][0]["id"] == "m" and models["data"][0]["object"] == "model", models
+
+# Whole answers equal the engine's greedy output.
+status, r = post("/v1/chat/completions", chat("Hello"))
+assert status == 200, r
+assert r["object"] == "chat.completion" and r["id"].startswith("chatcmpl-") and r["model"] == "m", r
+assert r["choices"][0]["message"] == {"role": "assistant", "content": ref_chat}, (r["choices"][0]["message"], ref_chat)
+assert r["choices"][0]["finish_reason"] in ("stop", "length")
+u = r["usage"]
+assert u["prompt_tokens"] > 5 and 1 <= u["completion_tokens"] <= 20 and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], u
+status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})
+assert status == 200 and r["object"] == "text_completion" and r["choices"][0]["text"] == ref_raw, (r, ref_raw)
+
+# Streamed answers: the same text, OpenAI's chunk format, usage at the end.
+text, chunks = stream("/v1/chat/completions", chat("Hello", stream_options={"include_usage": True}))
+assert text == ref_chat, (text, ref_chat)
+assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}, chunks[0]
+assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+assert len([c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")]) >= 2, "not streamed token by token"
+assert chunks[-2]["choices"][0]["finish_reason"] in ("stop", "length") and chunks[-2]["choices"][0]["delta"] == {}
+assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == u["completion_tokens"], chunks[-1]
+text, chunks = stream("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})
+assert text == ref_raw and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length"), (text, ref_raw)
+
+# A stop string cuts the text before it, and the answer ends with "stop".
+cut = ref_raw[3:6]
+status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20, "stop": [cut]})
+assert r["choices"][0]["text"] == ref_raw[:ref_raw.find(cut)] and r["choices"][0]["finish_reason"] == "stop", (r, cut)
+
+# 16 concurrent streaming clients: each gets the text it gets alone.
+prompts = [f"Question {i}: tell me about number {i * 7}" for i in range(16)]
+alone = [post("/v1/chat/completions", chat(p))[1]["choices"][0]["message"]["content"] for p in prompts]
+def steps():
+    for line in request("GET", "/metrics")[2].splitlines():
+        if line.startswith("xftctl_steps_total "): return int(line.split()[1])
+before = steps()
+results = [None] * 16
+def client(i):
+    results[i] = stream("/v1/chat/completions", chat(prompts[i]))[0]
+threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+for i in range(16):
+    assert results[i] == alone[i], (i, results[i], alone[i])
+used = steps() - before
+assert used < 16 * 10, f"{used} steps for 16 concurrent requests: not batched"
+print(f"16 concurrent clients: same text as alone, {used} steps")
+
+# Malformed requests: 400 in OpenAI's error shape, and the server keeps serving.
+def bad(path, body, param=None, code=None):
+    status, r = post(path, body)
+    assert status == 400, (status, r)
+    e = r["error"]
+    assert set(e) == {"message", "type", "param", "code"} and e["type"] == "invalid_request_error" and e["message"], e
+    if param is not None: assert e["param"] == param, e
+    if code is not None: assert e["code"] == code, e
+    return e["message"]
+bad("/v1/chat/completions", '{"messages": [', code="invalid_json")
+assert bad("/v1/chat/completions", chat("x", temprature=1), param="temprature") == "unknown field 'temprature'"
+assert bad("/v1/chat/completions", chat("x", max_tokens=-3), param="max_tokens") == "'max_tokens' must be a positive integer, got -3"
+bad("/v1/completions", {"prompt": "word " * 400, "max_tokens": 1}, code="context_length_exceeded")
+bad("/v1/completions", {"prompt": "hi", "max_tokens": 1000}, param="max_tokens", code="context_length_exceeded")
+bad("/v1/chat/completions", chat("x", n=2), param="n")
+status, _, text = request("GET", "/v1/nothing")
+assert status == 404 and json.loads(text)["error"]["code"] == "not_found"
+status, r = post("/v1/chat/completions", chat("Hello"))
+assert status == 200 and r["choices"][0]["message"]["content"] == ref_chat, "the server stopped serving after bad requests"
+
+metrics = request("GET", "/metrics")[2]
+for needle in ['xftctl_http_requests_total{endpoint="/v1/chat/completions",status="400"} 4',
+               'xftctl_http_requests_total{endpoint="/v1/completions",status="400"} 2',
+               "# TYPE xftctl_time_to_first_token_seconds histogram",
+               "xftctl_requests_running 0", "xftctl_requests_waiting 0", "xftctl_kv_cache_bytes 0"]:
+    assert needle in metrics, (needle, metrics)
+print("API checks passed")
+PY
+
+kill -TERM "$SERVER_PID"
+for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$SERVER_PID" 2>/dev/null && fail "the server did not stop within 10 s of SIGTERM"
+rc=0; wait "$SERVER_PID" || rc=$?
+[ "$rc" = 0 ] || fail "the server exited $rc on SIGTERM"
+grep -q "^xftctl: server stopped$" "$tmp/server.log" || fail "no stop message"
+
+# The API key and the queue limit: one request decodes, one waits, the third is refused.
+echo "s3cret-key-123" >"$tmp/key"
+start_server "$tmp/server2.log" --max-batch 1 --max-queue 1 --api-key-file "$tmp/key"
+grep -q ", API key required$" "$tmp/server2.log" || fail "startup line does not mention the key"
+python3 - "$PORT" <<'PY' || fail "key and queue checks"
+import http.client, json, sys, threading, time
+port = int(sys.argv[1])
+def post(body, key=None, path="/v1/completions"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Content-Type": "application/json"}
+    if key: h["Authorization"] = "Bearer " + key
+    c.request("POST", path, body=json.dumps(body), headers=h)
+    r = c.getresponse()
+    out = r.status, json.loads(r.read())
+    c.close()
+    return out
+status, r = post({"prompt": "hi", "max_tokens": 2})
+assert status == 401 and r["error"]["code"] == "invalid_api_key", (status, r)
+assert post({"prompt": "hi", "max_tokens": 2}, key="wrong")[0] == 401
+c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", "/health"); assert c.getresponse().status == 200
+status, r = post({"prompt": "hi", "max_tokens": 2, "temperature": 0}, key="s3cret-key-123")
+assert status == 200 and r["usage"]["completion_tokens"] >= 1, (status, r)
+long_body = {"prompt": "hi", "max_tokens": 2000, "temperature": 0, "stop": ["never-produced-stop-string"]}
+results = []
+def slow(): results.append(post(long_body, key="s3cret-key-123"))
+threads = [threading.Thread(target=slow) for _ in range(2)]
+for t in threads:
+    t.start(); time.sleep(0.5)  # the first runs, the second waits
+status, r = post(long_body, key="s3cret-key-123")
+assert status == 429 and r["error"]["type"] == "rate_limit_error", (status, r)
+for t in threads: t.join()
+assert sorted(s for s, _ in results) == [200, 200], results
+print("key and queue checks passed")
+PY
+if grep -q "s3cret-key-123" "$tmp/server2.log"; then fail "the API key was logged"; fi
+kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || fail "second server exit code"
+
+# Bad flags fail before loading anything, with one line naming the flag.
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve nonsense 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && grep -q "^xftctl: run qwen: --serve nonsense: expected \[ADDR:\]PORT, e.g. 8000 or 0.0.0.0:8000$" "$tmp/err" \
+  || fail "bad --serve: rc $rc, $(cat "$tmp/err")"
+echo "PASS serve"

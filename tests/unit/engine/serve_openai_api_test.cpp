@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/serve/openai_api.h"
+#include "engine/serve/stop_text.h"
+
+namespace xft::engine::serve {
+namespace {
+
+using json = nlohmann::json;
+
+ApiError rejected(const std::string& body, bool chat = true) {
+  auto parsed = parse_completion_request(body, chat);
+  EXPECT_FALSE(parsed.ok()) << body;
+  return parsed.ok() ? ApiError{} : parsed.error();
+}
+
+TEST(ServeOpenAiApi, ParsesAChatRequestWithEveryField) {
+  auto r = parse_completion_request(R"({"model":"m","messages":[{"role":"system","content":"s"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+      "stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"temperature":0,
+      "top_p":0.5,"top_k":3,"stop":["x","y"],"seed":9,"n":1,"user":"u"})",
+                                    true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages, (std::vector<std::pair<std::string, std::string>>{{"system", "s"}, {"user", "ab"}}));
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->max_tokens, 7);
+  EXPECT_EQ(r->temperature, 0.0f);
+  EXPECT_EQ(r->top_p, 0.5f);
+  EXPECT_EQ(r->top_k, 3);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(r->seed, 9u);
+}
+
+TEST(ServeOpenAiApi, CompletionsTakeAPromptAndDefaultToOpenAisSampling) {
+  auto r = parse_completion_request(R"({"prompt":"hi","stop":"\n"})", false);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompt, "hi");
+  EXPECT_EQ(r->temperature, 1.0f);
+  EXPECT_FALSE(r->max_tokens.has_value());
+  EXPECT_EQ(r->stop, std::vector<std::string>{"\n"});
+}
+
+TEST(ServeOpenAiApi, BadRequestsNameTheFieldInOpenAisErrorShape) {
+  EXPECT_EQ(rejected("{not json").code, "invalid_json");
+  EXPECT_EQ(rejected("[1]").message, "the request body must be a JSON object");
+  ApiError unknown = rejected(R"({"messages":[{"role":"user","content":"a"}],"temprature":1})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_EQ(unknown.param, "temprature");
+  EXPECT_EQ(unknown.message, "unknown field 'temprature'");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":-1})").message,
+            "'max_tokens' must be a positive integer, got -1");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1.5})").param, "max_tokens");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"temperature":3})").param, "temperature");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"top_p":0})").param, "top_p");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"n":2})").code, "unsupported_parameter");
+  EXPECT_EQ(rejected(R"({"messages":[]})").param, "messages");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"tool","content":"a"}]})").param, "messages[0].role");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a","x":1}]})").param, "messages[0].x");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"stream_options":{"include_usage":true}})").param,
+            "stream_options");
+  EXPECT_EQ(rejected(R"({"prompt":"a","messages":[]})", false).param, "messages");
+  EXPECT_EQ(rejected(R"({"max_tokens":3})", false).param, "prompt");
+  EXPECT_EQ(rejected(R"({"prompt":"a","stop":["1","2","3","4","5"]})", false).param, "stop");
+
+  json body = json::parse(error_body(ApiError{400, "m", "invalid_request_error", "p", ""}));
+  EXPECT_EQ(body, json::parse(R"({"error":{"message":"m","type":"invalid_request_error","param":"p","code":null}})"));
+}
+
+TEST(ServeOpenAiApi, ResponseAndChunkBodiesHaveOpenAisShape) {
+  ResponseIds ids{"chatcmpl-1", 5, "qwen"};
+  json full = json::parse(completion_body(ids, true, "hi", "length", Usage{3, 2}));
+  EXPECT_EQ(full["object"], "chat.completion");
+  EXPECT_EQ(full["choices"][0]["message"], json::parse(R"({"role":"assistant","content":"hi"})"));
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(full["usage"], json::parse(R"({"prompt_tokens":3,"completion_tokens":2,"total_tokens":5})"));
+
+  json first = json::parse(chunk_body(ids, true, "", "assistant", ""));
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], json::parse(R"({"role":"assistant"})"));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(json::parse(chunk_body(ids, true, "ab", "", ""))["choices"][0]["delta"], json::parse(R"({"content":"ab"})"));
+  json last = json::parse(chunk_body(ids, true, "", "", "stop"));
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  json usage = json::parse(usage_chunk_body(ids, true, Usage{1, 1}));
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 2);
+
+  json text = json::parse(completion_body(ResponseIds{"cmpl-1", 5, "q"}, false, "x", "stop", Usage{}));
+  EXPECT_EQ(text["object"], "text_completion");
+  EXPECT_EQ(text["choices"][0]["text"], "x");
+}
+
+TEST(ServeStopText, HoldsBackWhatMayStartAStopStringAndCutsAtTheFirstMatch) {
+  StopText stop({"END", "\n\n"});
+  EXPECT_EQ(stop.push("abc E"), "abc ");
+  EXPECT_EQ(stop.push("N"), "");
+  EXPECT_EQ(stop.push("x"), "ENx");
+  EXPECT_EQ(stop.push("yE"), "y");
+  EXPECT_EQ(stop.push("ND and more"), "");
+  EXPECT_TRUE(stop.stopped());
+  EXPECT_EQ(stop.push("later"), "");
+  EXPECT_EQ(stop.flush(), "");
+
+  StopText newline({"\n\n"});
+  EXPECT_EQ(newline.push("a\n"), "a");
+  EXPECT_EQ(newline.flush(), "\n");
+  StopText none({});
+  EXPECT_EQ(none.push("E"), "E");
+}
+
+}  // namespace
+}  // namespace xft::engine::serve
