@@ -153,6 +153,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
   spec.timeout = run.timeout;
   spec.kill_grace = run.kill_grace;
   spec.pass_stdin = run.pass_stdin;
+  if (run.signal_is_normal_stop) spec.interrupt_signal = SIGUSR1;
   if (run.on_output)
     spec.on_output = run.on_output;
   else if (!run.tag_every_line)
@@ -163,6 +164,10 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
     return exit_error;
   }
   if (result->ok()) return exit_ok;
+  if (run.signal_is_normal_stop && result->interrupted && !result->failure && result->exit_code == 0) {
+    std::fprintf(stderr, "xftctl: %s: stopped; every rank exited cleanly\n", run.what.c_str());
+    return exit_ok;
+  }
   // mpirun could not start its daemon on a host: name the host, as ping would.
   if (!result->failure && !result->timed_out && !result->interrupted) {
     static const std::regex ssh_failed(R"(ssh: connect to host (\S+) port \d+: ([^\r\n]*))");  // ssh ends it with \r

@@ -56,6 +56,9 @@ struct RankRun {
   std::chrono::seconds timeout{0};
   std::chrono::seconds kill_grace{5};
   bool pass_stdin = false;  // rank 0 reads our stdin (chat)
+  // A server: ^C / SIGTERM is how it ends, so ranks that then exit 0 are a success.
+  // The ranks get SIGUSR1 (through mpirun) instead of SIGTERM.
+  bool signal_is_normal_stop = false;
   // Unset: rank 0's stdout passes through, everything else as "[rank host] line" on
   // stderr; with tag_every_line, every line of every rank is tagged (`xftctl launch`).
   bool tag_every_line = false;

@@ -694,7 +694,7 @@ std::atomic<bool> g_serve_stop{false};
 
 void on_stop_signal(int) { g_serve_stop = true; }
 
-// SIGINT/SIGTERM end the server cleanly; under mpirun every rank gets them,
+// SIGINT/SIGTERM/SIGUSR1 end the server cleanly; under mpirun every rank gets them,
 // and the other ranks wait for rank 0's shutdown step instead of dying mid-collective.
 void catch_stop_signals() {
   struct sigaction action {};
@@ -702,6 +702,7 @@ void catch_stop_signals() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);  // what xftctl sends through mpirun (RankRun::signal_is_normal_stop)
 }
 
 std::string served_model_name(const RunOptions& o) {
@@ -902,6 +903,7 @@ void run_control(Context& ctx, const RunOptions& o) {
   run.what = "run qwen";
   run.dry_run = o.dry_run;
   run.pass_stdin = o.chat;
+  run.signal_is_normal_stop = !o.serve.empty();
   int failure_code = exit_error;
   auto planned = plan_for(ctx, o.plan, o.reach, failure_code);
   if (!planned && o.plan.local_ranks > 0) {

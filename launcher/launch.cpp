@@ -225,7 +225,8 @@ int supervise(pid_t pid, Pipe& out, Pipe& err, const LaunchSpec& spec, OutputCol
     auto now = Clock::now();
     if (int sig = g_pending_signal.exchange(0); sig && !term_sent) {
       result.interrupted = true;
-      stop_group(SIGTERM);
+      if (spec.interrupt_signal == SIGTERM) stop_group(SIGTERM);
+      else ::kill(pid, spec.interrupt_signal);  // mpirun alone: it forwards to the ranks
       term_sent = now;
     }
     if (spec.timeout.count() > 0 && !term_sent && now - start >= spec.timeout) {

@@ -30,6 +30,10 @@ struct LaunchSpec {
   MpirunSpec mpirun;  // mpirun.command is what every rank runs
   std::chrono::seconds timeout{0};  // whole launch; 0 = none
   std::chrono::seconds kill_grace{5};  // SIGTERM to the group, then SIGKILL after this
+  // What ^C / SIGTERM of xftctl sends first. A server asks for SIGUSR1: mpirun
+  // forwards it to every rank without ending the job, so the ranks can stop
+  // together and exit 0 (mpirun itself ends the job on SIGTERM).
+  int interrupt_signal = 15;
   // Each line as it arrives; unset: print "[rank host] line" to our stdout/stderr.
   std::function<void(const OutputLine&)> on_output;
   size_t stderr_tail_lines = 20;  // kept per rank for the failure report

@@ -172,7 +172,7 @@ async function send() {
     if (!modelId) await loadModel();
     const response = await fetch("/v1/chat/completions", {
       method: "POST", signal: myController.signal, headers: authHeaders({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ model: modelId, messages: conversation, stream: true, stream_options: { include_usage: true },
+      body: JSON.stringify({ model: modelId || undefined, messages: conversation, stream: true, stream_options: { include_usage: true },
                              max_tokens: Math.round(numberOr(ui.maxTokens.value, 256)),
                              temperature: numberOr(ui.temperature.value, 0.7) }) });
     if (!response.ok) throw new Error(await errorText(response));

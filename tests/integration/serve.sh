@@ -18,7 +18,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' "$tmp/server.log" >&2; exit 1; }
 
-"$XFTCTL" model make-test "$tmp/m" --arch qwen2 --seed 7 >/dev/null
+# The Qwen1 test model: its greedy answers are long and varied (the qwen2 one answers newlines).
+"$XFTCTL" model make-test "$tmp/m" --arch qwen --seed 5 --inter 256 --tie 0 --rope-theta 10000 >/dev/null
 
 # The engine's own greedy answers, one process each, no server involved.
 "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 20 --prompt "Hello" \
