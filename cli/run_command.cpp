@@ -76,6 +76,7 @@ struct RunOptions {
   int kv_cache_mib = 0;
   std::string api_key;
   std::string api_key_file;
+  bool batch_invariant = false;  // bench the server's decode path
 
   int input_tokens = 32;
   int output_tokens = 32;
@@ -251,7 +252,7 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
   options.threads = o.threads;
   options.cpus = *cpus;
   options.max_context = o.max_context;
-  options.batch_invariant = batch_invariant;
+  options.batch_invariant = batch_invariant || o.batch_invariant;
   if (comm) {
     options.comm = comm;
     options.tp_rank = comm->rank();
@@ -847,6 +848,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
     add("--warmup", std::to_string(o.warmup));
   }
   if (o.json) a.push_back("--json");
+  if (o.batch_invariant) a.push_back("--batch-invariant");
   if (!o.serve.empty()) {
     add("--serve", o.serve);
     add("--max-batch", std::to_string(o.max_batch));
@@ -1000,6 +1002,8 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   qwen->add_option("--warmup", options->warmup, "bench: unmeasured iterations first")
       ->capture_default_str();
   qwen->add_flag("--json", options->json, "bench: print JSON");
+  qwen->add_flag("--batch-invariant", options->batch_invariant,
+                 "decode batches as the server does: every row as if alone (GEMV, no oneDNN)");
 
   auto* ranks = qwen->add_option_group("ranks (tensor parallelism)");
   ranks->add_option("--local", options->plan.local_ranks, "N ranks on this machine (default with no inventory: one, in this process)")

@@ -137,6 +137,35 @@ const void* stage_x(const PackedWeight& w, const float* x, int m) {
 
 constexpr int kRowsPerTask = 16;
 
+// Inputs g .. g+3 of staged x (their rows are contiguous at stride ld).
+const void* input_group(const PackedWeight& w, const void* staged, int g, Int8StagedX& header) {
+  if (w.use_int8_dot) {
+    header = *static_cast<const Int8StagedX*>(staged);
+    const size_t blocks = static_cast<size_t>(w.ld) / kInt8Block;
+    header.q += static_cast<size_t>(g) * w.ld;
+    header.neg_comp += g * blocks;
+    header.scale += g * blocks;
+    return &header;
+  }
+  const size_t elem = w.use_bf16_dot ? 2 : 4;
+  return static_cast<const char*>(staged) + static_cast<size_t>(g) * w.ld * elem;
+}
+
+// More than kGemvMaxRows inputs (the server's decode batch): for a few rows at
+// a time, every group of up to four inputs in turn, so the rows come from
+// memory once and from cache for the other groups; each input's result is
+// the kernel's for that input alone.
+void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, int m, float* y, int rb, int re) {
+  Int8StagedX header{};
+  for (int r = rb; r < re; r += kRowsPerTask) {
+    const int r_end = std::min(re, r + kRowsPerTask);
+    for (int g = 0; g < m; g += kGemvMaxRows) {
+      kernel(w, input_group(w, staged, g, header), std::min(kGemvMaxRows, m - g),
+             y + static_cast<size_t>(g) * w.out, r, r_end);
+    }
+  }
+}
+
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   const GemvKernel kernel = pick_gemv(w);
   const void* staged = stage_x(w, x, m);
@@ -144,7 +173,9 @@ void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool
   // Balanced: a thread that starts late or streams slower hands the rest of
   // its rows to the other instead of making it wait at the end of the call.
   pool.parallel_for_balanced(tasks, [&](int begin, int end) {
-    kernel(w, staged, m, y, begin * kRowsPerTask, std::min(w.out, end * kRowsPerTask));
+    const int rb = begin * kRowsPerTask, re = std::min(w.out, end * kRowsPerTask);
+    if (m <= kGemvMaxRows) kernel(w, staged, m, y, rb, re);
+    else gemv_groups(kernel, w, staged, m, y, rb, re);
   });
 }
 
@@ -205,11 +236,7 @@ std::string Linear::kernel_name() const {
 }
 
 void Linear::forward_gemv(const float* x, int m, float* y, ThreadPool& pool) const {
-  for (int r0 = 0; r0 < m; r0 += kGemvMaxRows) {
-    const int rows = std::min(kGemvMaxRows, m - r0);
-    run_gemv(*packed_, x + static_cast<size_t>(r0) * packed_->in, rows,
-             y + static_cast<size_t>(r0) * packed_->out, pool);
-  }
+  if (m > 0) run_gemv(*packed_, x, m, y, pool);
 }
 
 void Linear::forward_matmul(const float* x, int m, float* y, ThreadPool& pool) const {

@@ -102,7 +102,9 @@ class Linear {
   std::string kernel_name() const;
   bool empty() const { return packed_ == nullptr; }
 
-  // The decode kernel alone for m <= kGemvMaxRows (benchmarks and tests).
+  // The decode kernels for any m (benchmarks, tests, and the server's
+  // batch-invariant decode): above kGemvMaxRows the inputs go in groups of
+  // four over a few cached rows at a time, so the weight is streamed once.
   void forward_gemv(const float* x, int m, float* y, ThreadPool& pool) const;
   // The prefill path alone for any m >= 1 (benchmarks and tests).
   void forward_matmul(const float* x, int m, float* y, ThreadPool& pool) const;

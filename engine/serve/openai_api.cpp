@@ -151,6 +151,9 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     if (value.is_null()) return {};
     if (!value.is_number_integer()) return bad("'seed' must be an integer", key);
     request.seed = value.is_number_unsigned() ? value.get<uint64_t>() : static_cast<uint64_t>(value.get<int64_t>());
+  } else if (key == "ignore_eos") {
+    if (!value.is_boolean()) return bad("'ignore_eos' must be true or false", key);
+    request.ignore_eos = value.get<bool>();
   } else if (key == "user") {
     if (!value.is_string() && !value.is_null()) return bad("'user' must be a string", key);
   } else if (key == "n" || key == "frequency_penalty" || key == "presence_penalty" || key == "logprobs" ||

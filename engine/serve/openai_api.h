@@ -38,6 +38,7 @@ struct CompletionRequest {
   float repetition_penalty = 1.0f;  // extension (vLLM)
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
+  bool ignore_eos = false;  // extension (vLLM): generate max_tokens whatever comes (benchmarks)
 };
 
 Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat);

@@ -133,7 +133,7 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
   gen.sampling.top_k = req.top_k;
   gen.sampling.repetition_penalty = req.repetition_penalty;
   gen.sampling.seed = req.seed.value_or(std::random_device{}());
-  gen.stop_ids = stop_ids_;
+  if (!req.ignore_eos) gen.stop_ids = stop_ids_;
 
   auto submitted = scheduler_.submit(std::move(gen));
   if (!submitted) {

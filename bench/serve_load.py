@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Load generator for `xftctl run qwen --serve` (or any OpenAI-compatible server).
+
+N concurrent clients each send R streaming /v1/completions requests with a
+fixed prompt length and max_tokens (ignore_eos, so every answer has exactly
+max_tokens tokens). Prints, per concurrency: aggregate tokens/s (all tokens /
+wall time), decode tokens/s (tokens after each request's first / wall time
+from the first request's first token to the last request's end), and the
+p50 / p99 time to first token.
+
+  python3 bench/serve_load.py --port 8000 --clients 1,4,16 --requests 2 --max-tokens 64
+"""
+import argparse, http.client, json, statistics, threading, time
+
+
+def one_request(host, port, prompt, max_tokens):
+    start = time.monotonic()
+    c = http.client.HTTPConnection(host, port, timeout=600)
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+            "ignore_eos": True, "stream_options": {"include_usage": True}}
+    c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
+    first, tokens, buffer = None, 0, b""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            if not event.startswith(b"data: {"):
+                continue
+            data = json.loads(event[6:])
+            if first is None and data["choices"] and data["choices"][0].get("text"):
+                first = time.monotonic()
+            if data.get("usage"):
+                tokens = data["usage"]["completion_tokens"]
+    end = time.monotonic()
+    c.close()
+    return start, first or end, end, tokens
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def run_level(host, port, clients, requests, prompt_words, max_tokens):
+    results, errors = [], []
+    def client(i):
+        for k in range(requests):
+            prompt = " ".join(f"word{(i * 31 + k * 7 + j) % 97}" for j in range(prompt_words))
+            try:
+                results.append(one_request(host, port, prompt, max_tokens))
+            except Exception as e:  # reported, and the level fails
+                errors.append(str(e))
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.monotonic()
+    for t in threads: t.start()
+    for t in threads: t.join()
+    wall = time.monotonic() - t0
+    if errors:
+        raise SystemExit(f"{len(errors)} requests failed, e.g. {errors[0]}")
+    tokens = sum(r[3] for r in results)
+    decode_span = max(r[2] for r in results) - min(r[1] for r in results)
+    ttft = [r[1] - r[0] for r in results]
+    return {"clients": clients, "requests": len(results), "tokens": tokens, "wall_s": wall,
+            "aggregate_tps": tokens / wall, "decode_tps": (tokens - len(results)) / decode_span,
+            "ttft_p50_ms": 1000 * percentile(ttft, 50), "ttft_p99_ms": 1000 * percentile(ttft, 99)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--clients", default="1,4,16")
+    ap.add_argument("--requests", type=int, default=2, help="per client")
+    ap.add_argument("--prompt-words", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    run_level(a.host, a.port, 1, 1, a.prompt_words, 8)  # warm-up
+    rows = [run_level(a.host, a.port, int(n), a.requests, a.prompt_words, a.max_tokens) for n in a.clients.split(",")]
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return
+    base = rows[0]
+    print(f"{'clients':>7} {'requests':>8} {'tokens':>7} {'agg tok/s':>10} {'x1':>6} {'decode tok/s':>13} {'x1':>6} "
+          f"{'TTFT p50 ms':>12} {'TTFT p99 ms':>12}")
+    for r in rows:
+        print(f"{r['clients']:>7} {r['requests']:>8} {r['tokens']:>7} {r['aggregate_tps']:>10.1f} "
+              f"{r['aggregate_tps'] / base['aggregate_tps']:>6.2f} {r['decode_tps']:>13.1f} "
+              f"{r['decode_tps'] / base['decode_tps']:>6.2f} {r['ttft_p50_ms']:>12.0f} {r['ttft_p99_ms']:>12.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Continuous batching under load: the server on a fake model (default
+# qwen2.5-0.5b, bf16, this machine's cores), then bench/serve_load.py at 1, 4
+# and 16 concurrent streaming clients: aggregate and decode tokens/s with the
+# ratio to one client, and p50/p99 time to first token.
+#   bash bench/serve_load.sh [MODEL] [MAX_TOKENS] [PROMPT_WORDS]   (default qwen2.5-0.5b 128 8; XFTCTL=path)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+X=${XFTCTL:-$ROOT/build/cli/xftctl}
+MODEL=${1:-qwen2.5-0.5b}
+MAX_TOKENS=${2:-128}
+PROMPT_WORDS=${3:-8}
+log=$(mktemp)
+"$X" run qwen --fake-model "$MODEL" --serve 127.0.0.1:0 --max-batch 16 --max-context 1024 2>"$log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
+port=""
+for _ in $(seq 1 600); do
+  port=$(sed -n 's|^xftctl: serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$log")
+  [[ -n $port ]] && break
+  kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "server did not start" >&2; exit 1; }
+sed -n 2p "$log"
+python3 "$ROOT/bench/serve_load.py" --port "$port" --clients 1,4,16 --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS"
