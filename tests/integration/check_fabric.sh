@@ -102,7 +102,9 @@ install_tree() {
   cp "$DATA/stubs/fi_info" "$DATA/stubs/eadm" "$bin/"
   echo "$flavor" >"$bin/fi_info.flavor"
   printf 'erdma_0 cc %s\nerdma_0 dack 0\n' "$cc" >"$bin/eadm.conf"
-  host_run "$host" sh -c "mount -t tmpfs xft-fabric /sys/class && cp -a '$DATA/$scenario/sys/class/.' /sys/class/ &&
+  # A host sees the cluster dir but not this source tree (its /tmp is its own).
+  [[ -d $CLUSTER_DIR/fabric-data ]] || cp -a "$DATA" "$CLUSTER_DIR/fabric-data"
+  host_run "$host" sh -c "mount -t tmpfs xft-fabric /sys/class && cp -a '$CLUSTER_DIR/fabric-data/$scenario/sys/class/.' /sys/class/ &&
     mount --bind '$bin' /usr/local/bin"
   # Raising memlock to unlimited needs CAP_SYS_RESOURCE, which a container
   # may lack; then those hosts keep this machine's limit, and the check must

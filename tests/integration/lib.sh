@@ -28,6 +28,7 @@ unset XFTCTL_KNOWN_HOSTS XFTCTL_INVENTORY XDG_CONFIG_HOME
 XFT_TEST_PASSWORD="xft-$(od -An -N9 -tx1 /dev/urandom | tr -d ' \n')"
 export XFT_TEST_PASSWORD
 _LIB_BACKGROUND_PIDS=()
+_LIB_WATCHERS=()  # "pid:stopfile" of watch_process_list loops
 _LIB_CLEANUP_PATHS=()
 # remove_on_exit PATH: removed with the cluster and TEST_TMP when the test ends
 # (for files outside TEST_TMP, e.g. under /run where every test host sees them).
@@ -125,17 +126,23 @@ host_var() {  # host_var h01 ADDR -> value of HOST_H01_ADDR
 
 # Records every process's command line until the test ends, so a test can
 # assert that a secret never showed up in `ps`.
+# The watcher ends at a stop file rather than by a signal: killed, it could leave
+# a last `ps` running that records the commands the test runs after stopping it.
 watch_process_list() {  # FILE
-  local file=$1
-  (while :; do
+  local file=$1 stop
+  stop=$(mktemp -u "$TEST_TMP/.watch-stop.XXXXXX")
+  (while [[ ! -e $stop ]]; do
     ps -eww -o args= >>"$file" 2>/dev/null || true
     sleep 0.1
   done) &
-  _LIB_BACKGROUND_PIDS+=($!)
+  _LIB_WATCHERS+=("$!:$stop")
 }
 
 stop_background() {
-  local pid
+  local pid watcher
+  for watcher in "${_LIB_WATCHERS[@]}"; do touch "${watcher#*:}"; done
+  for watcher in "${_LIB_WATCHERS[@]}"; do wait "${watcher%%:*}" 2>/dev/null || true; done
+  _LIB_WATCHERS=()
   for pid in "${_LIB_BACKGROUND_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

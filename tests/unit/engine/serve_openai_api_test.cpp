@@ -20,7 +20,7 @@ TEST(ServeOpenAiApi, ParsesAChatRequestWithEveryField) {
   auto r = parse_completion_request(R"({"model":"m","messages":[{"role":"system","content":"s"},
       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
       "stream":true,"stream_options":{"include_usage":true},"max_tokens":7,"temperature":0,
-      "top_p":0.5,"top_k":3,"stop":["x","y"],"seed":9,"n":1,"user":"u"})",
+      "top_p":0.5,"top_k":3,"stop":["x","y"],"seed":9,"n":1,"user":"u","ignore_eos":true})",
                                     true);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages, (std::vector<std::pair<std::string, std::string>>{{"system", "s"}, {"user", "ab"}}));
@@ -32,6 +32,7 @@ TEST(ServeOpenAiApi, ParsesAChatRequestWithEveryField) {
   EXPECT_EQ(r->top_k, 3);
   EXPECT_EQ(r->stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(r->seed, 9u);
+  EXPECT_TRUE(r->ignore_eos);
 }
 
 TEST(ServeOpenAiApi, CompletionsTakeAPromptAndDefaultToOpenAisSampling) {
