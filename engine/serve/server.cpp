@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <random>
+#include <set>
 
 #include "engine/serve/chat_page.h"
 #include "engine/serve/openai_api.h"
@@ -68,7 +69,10 @@ bool Server::authorized(const HttpRequest& request) const {
 
 void Server::handle(const HttpRequest& request, HttpResponder& responder) {
   route(request, responder);
-  metrics_.count_request(request.path, responder.status());
+  // Any other path counts as "other", so scanners cannot grow the label set.
+  static const std::set<std::string> known = {"/", "/index.html", "/health", "/metrics", "/v1/models",
+                                              "/v1/completions", "/v1/chat/completions"};
+  metrics_.count_request(known.count(request.path) ? request.path : "other", responder.status());
 }
 
 void Server::route(const HttpRequest& request, HttpResponder& responder) {
