@@ -1031,6 +1031,12 @@ void add_run_commands(CLI::App& app, Context& ctx) {
         o.comm.find(':') == std::string::npos) {
       return fail(ctx, "--comm " + o.comm + ": expected mpi, shm, hier, auto or a selection like 'shm:0-65536;mpi:65537-max'");
     }
+    if (!o.serve.empty()) {  // before any model is loaded or rank started
+      if (auto address = parse_listen_address(o.serve); !address) return fail(ctx, address.error().message);
+      if (!o.api_key_file.empty() && !o.rank_worker) {
+        if (auto key = api_key(o); !key) return fail(ctx, key.error().message);
+      }
+    }
     if (!o.api_key.empty() && !o.rank_worker &&
         (o.plan.local_ranks > 0 || !ctx.inventory_flag.empty() || !o.reach.hosts.empty())) {
       return fail(ctx, "--api-key would be on mpirun's command line; with several ranks use --api-key-file FILE "
