@@ -244,6 +244,7 @@ void HttpServer::serve_connection(int fd) {
     size_t head_end = 0;
     ReadResult r = read_until(fd, buffer, "\r\n\r\n", limits_.max_header_bytes, &head_end);
     if (r == ReadResult::closed) break;
+    if (r == ReadResult::ok && head_end > limits_.max_header_bytes) r = ReadResult::too_large;
     HttpRequest request;
     if (r == ReadResult::too_large) {
       HttpResponder(fd, false).send(431, "text/plain", "request headers too large\n");
