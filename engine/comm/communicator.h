@@ -20,6 +20,9 @@ class Communicator {
   virtual void allgather(const void* in, size_t bytes, void* out) = 0;
   // data[0..bytes) of rank `root` is copied to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // The same, for a root that may stay silent for long (a server between
+  // requests): waiting ranks sleep between polls instead of spinning a core.
+  virtual void broadcast_when_ready(void* data, size_t bytes, int root) { broadcast(data, bytes, root); }
   virtual void barrier() = 0;
 };
 

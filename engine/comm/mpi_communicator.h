@@ -44,6 +44,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum(float* data, size_t n) override;
   void allgather(const void* in, size_t bytes, void* out) override;
   void broadcast(void* data, size_t bytes, int root) override;
+  void broadcast_when_ready(void* data, size_t bytes, int root) override;
   void barrier() override;
 
   // "auto -> shm:0-max (built-in default), bf16 payload" for logs.

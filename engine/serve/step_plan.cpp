@@ -104,7 +104,7 @@ Expected<void> share_plan(Communicator& comm, StepPlan& plan) {
   std::vector<uint8_t> bytes;
   if (comm.rank() == 0) bytes = encode_plan(plan);
   int64_t size = static_cast<int64_t>(bytes.size());
-  comm.broadcast(&size, sizeof size, 0);
+  comm.broadcast_when_ready(&size, sizeof size, 0);  // followers wait here between requests
   bytes.resize(static_cast<size_t>(size));
   comm.broadcast(bytes.data(), bytes.size(), 0);
   if (comm.rank() == 0) return {};
