@@ -154,6 +154,9 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
   } else if (key == "ignore_eos") {
     if (!value.is_boolean()) return bad("'ignore_eos' must be true or false", key);
     request.ignore_eos = value.get<bool>();
+  } else if (key == "skip_special_tokens") {
+    if (!value.is_boolean()) return bad("'skip_special_tokens' must be true or false", key);
+    request.skip_special_tokens = value.get<bool>();
   } else if (key == "user") {
     if (!value.is_string() && !value.is_null()) return bad("'user' must be a string", key);
   } else if (key == "n" || key == "frequency_penalty" || key == "presence_penalty" || key == "logprobs" ||

@@ -39,6 +39,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   std::optional<uint64_t> seed;
   bool ignore_eos = false;  // extension (vLLM): generate max_tokens whatever comes (benchmarks)
+  bool skip_special_tokens = true;  // extension (vLLM, same default): no <|…|> control tokens in the text
 };
 
 Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat);

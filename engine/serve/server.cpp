@@ -175,6 +175,7 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
     completion_tokens += static_cast<int>(tokens.size());
     for (int32_t id : tokens) {
       if (stop_text.stopped()) break;
+      if (req.skip_special_tokens && tokenizer_.is_special(id)) continue;  // counted, not shown
       if (!on_text(stop_text.push(decoder.push(id)))) client_left = true;
     }
     if (stop_text.stopped()) stream->cancel();  // the rest would be cut anyway

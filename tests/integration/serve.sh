@@ -26,6 +26,8 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' 
   >"$tmp/ref_chat.txt" 2>/dev/null
 "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 20 --raw --prompt "The capital of France is" \
   >"$tmp/ref_raw.txt" 2>/dev/null
+"$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 200 --prompt "Hello" \
+  >"$tmp/ref_long.txt" 2>/dev/null
 
 # start_server LOG ARGS...: starts the server on a free port, sets PORT and SERVER_PID.
 start_server() {
@@ -46,11 +48,12 @@ start_server "$tmp/server.log" --max-new-tokens 20 --max-context 256 --max-batch
 grep -q "^xftctl: 1 rank, bf16/.*, batch up to 16, queue 64, context 256, KV .* MiB per 1000 positions$" "$tmp/server.log" \
   || fail "startup line: $(cat "$tmp/server.log")"
 
-python3 - "$PORT" "$tmp/ref_chat.txt" "$tmp/ref_raw.txt" <<'PY' || fail "API checks"
-import http.client, json, sys, threading
+python3 - "$PORT" "$tmp/ref_chat.txt" "$tmp/ref_raw.txt" "$tmp/ref_long.txt" <<'PY' || fail "API checks"
+import http.client, json, re, sys, threading
 port = int(sys.argv[1])
-ref_chat = open(sys.argv[2], encoding="utf-8").read()[:-1]  # run qwen ends the answer with a newline
-ref_raw = open(sys.argv[3], encoding="utf-8").read()[:-1]
+ref_chat = open(sys.argv[2], encoding="utf-8", newline="").read()[:-1]  # run qwen ends the answer with a newline
+ref_raw = open(sys.argv[3], encoding="utf-8", newline="").read()[:-1]
+ref_long = open(sys.argv[4], encoding="utf-8", newline="").read()[:-1]
 assert ref_chat and ref_raw, "empty reference answers"
 
 def request(method, path, body=None, headers=None):
@@ -88,6 +91,8 @@ def stream(path, body):
     return text, chunks
 
 chat = lambda content, **kw: dict({"model": "m", "messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 20}, **kw)
+# `run qwen` prints every token, control tokens (<|extra_164|>, ...) included; the API leaves them out by default.
+raw_text = {"skip_special_tokens": False}
 
 # Liveness and the model list.
 assert request("GET", "/health")[0] == 200
@@ -98,30 +103,37 @@ models = json.loads(text)
 assert status == 200 and models["object"] == "list" and models["data"][0]["id"] == "m" and models["data"][0]["object"] == "model", models
 
 # Whole answers equal the engine's greedy output.
-status, r = post("/v1/chat/completions", chat("Hello"))
+status, r = post("/v1/chat/completions", chat("Hello", **raw_text))
 assert status == 200, r
 assert r["object"] == "chat.completion" and r["id"].startswith("chatcmpl-") and r["model"] == "m", r
 assert r["choices"][0]["message"] == {"role": "assistant", "content": ref_chat}, (r["choices"][0]["message"], ref_chat)
 assert r["choices"][0]["finish_reason"] in ("stop", "length")
 u = r["usage"]
 assert u["prompt_tokens"] > 5 and 1 <= u["completion_tokens"] <= 20 and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], u
-status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})
+status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20, **raw_text})
 assert status == 200 and r["object"] == "text_completion" and r["choices"][0]["text"] == ref_raw, (r, ref_raw)
+# By default the control tokens are left out of the text, and only them.
+clean = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})[1]["choices"][0]["text"]
+assert clean == re.sub(r"<\|[a-z_0-9]+\|>", "", ref_raw), (clean, ref_raw)
+assert re.search(r"<\|extra_[0-9]+\|>", ref_long), "the long reference answer has no control token to leave out"
+assert post("/v1/chat/completions", chat("Hello", max_tokens=200, **raw_text))[1]["choices"][0]["message"]["content"] == ref_long
+clean = post("/v1/chat/completions", chat("Hello", max_tokens=200))[1]["choices"][0]["message"]["content"]
+assert clean == re.sub(r"<\|[a-z_0-9]+\|>", "", ref_long) and clean != ref_long, (clean, ref_long)
 
 # Streamed answers: the same text, OpenAI's chunk format, usage at the end.
-text, chunks = stream("/v1/chat/completions", chat("Hello", stream_options={"include_usage": True}))
+text, chunks = stream("/v1/chat/completions", chat("Hello", stream_options={"include_usage": True}, **raw_text))
 assert text == ref_chat, (text, ref_chat)
 assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}, chunks[0]
 assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
 assert len([c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")]) >= 2, "not streamed token by token"
 assert chunks[-2]["choices"][0]["finish_reason"] in ("stop", "length") and chunks[-2]["choices"][0]["delta"] == {}
 assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == u["completion_tokens"], chunks[-1]
-text, chunks = stream("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})
+text, chunks = stream("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20, **raw_text})
 assert text == ref_raw and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length"), (text, ref_raw)
 
 # A stop string cuts the text before it, and the answer ends with "stop".
 cut = ref_raw[3:6]
-status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20, "stop": [cut]})
+status, r = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20, "stop": [cut], **raw_text})
 assert r["choices"][0]["text"] == ref_raw[:ref_raw.find(cut)] and r["choices"][0]["finish_reason"] == "stop", (r, cut)
 
 # 16 concurrent streaming clients: each gets the text it gets alone.
@@ -160,7 +172,7 @@ bad("/v1/completions", {"prompt": "hi", "max_tokens": 1000}, param="max_tokens",
 bad("/v1/chat/completions", chat("x", n=2), param="n")
 status, _, text = request("GET", "/v1/nothing")
 assert status == 404 and json.loads(text)["error"]["code"] == "not_found"
-status, r = post("/v1/chat/completions", chat("Hello"))
+status, r = post("/v1/chat/completions", chat("Hello", **raw_text))
 assert status == 200 and r["choices"][0]["message"]["content"] == ref_chat, "the server stopped serving after bad requests"
 
 metrics = request("GET", "/metrics")[2]

@@ -33,6 +33,10 @@ TEST(ServeOpenAiApi, ParsesAChatRequestWithEveryField) {
   EXPECT_EQ(r->stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(r->seed, 9u);
   EXPECT_TRUE(r->ignore_eos);
+  EXPECT_TRUE(r->skip_special_tokens);  // vLLM's default
+  auto raw = parse_completion_request(R"({"prompt":"a","skip_special_tokens":false})", false);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_FALSE(raw->skip_special_tokens);
 }
 
 TEST(ServeOpenAiApi, CompletionsTakeAPromptAndDefaultToOpenAisSampling) {
