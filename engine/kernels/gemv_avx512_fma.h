@@ -17,27 +17,11 @@ namespace xft::engine::avx512_fma {
 
 // Load16: a functor XFT_AVX512 __m512 operator()(const PackedWeight&, int row, int col)
 // with `static constexpr int kBytes` (bytes per weight element).
-// m = 1: one row at a time (one sequential stream: several short row streams
-// defeat the hardware prefetcher on narrow matrices), four accumulators over
-// consecutive chunks; ld is a multiple of 64 elements.
-template <class Load16>
-XFT_AVX512 inline void row_stream(const PackedWeight& w, const float* x, float* y, int r) {
-  const Load16 load;
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int c = 0; c < w.ld; c += 64) {
-    a0 = _mm512_fmadd_ps(load(w, r, c), _mm512_loadu_ps(x + c), a0);
-    a1 = _mm512_fmadd_ps(load(w, r, c + 16), _mm512_loadu_ps(x + c + 16), a1);
-    a2 = _mm512_fmadd_ps(load(w, r, c + 32), _mm512_loadu_ps(x + c + 32), a2);
-    a3 = _mm512_fmadd_ps(load(w, r, c + 48), _mm512_loadu_ps(x + c + 48), a3);
-  }
-  const float scale = w.scales.empty() ? 1.0f : w.scales[r];
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * scale + bias;
-}
-
-// m = 2..4: the same row stream and four accumulators per input as m = 1, so
-// each input's result is bit for bit its result alone (the server batches
-// requests and must not change their answers); the row is read once for all.
+// One weight row for M inputs (1..4), read once as one sequential stream
+// (several short row streams defeat the hardware prefetcher on narrow
+// matrices), four accumulators per input over consecutive chunks. Every M
+// sums an input in the same order, so each input gets bit for bit its result
+// alone (the server batches requests). ld is a multiple of 64 elements.
 template <class Load16, int M>
 XFT_AVX512 inline void row_streams(const PackedWeight& w, const float* x, float* y, int r) {
   const Load16 load;
@@ -66,10 +50,6 @@ XFT_AVX512 inline void row_streams(const PackedWeight& w, const float* x, float*
 
 template <class Load16, int M>
 XFT_AVX512 inline void run_rows(const PackedWeight& w, const float* x, float* y, int rb, int re) {
-  if constexpr (M == 1) {
-    for (int r = rb; r < re; ++r) row_stream<Load16>(w, x, y, r);
-    return;
-  }
   for (int r = rb; r < re; ++r) row_streams<Load16, M>(w, x, y, r);
 }
 

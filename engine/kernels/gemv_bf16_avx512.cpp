@@ -14,32 +14,13 @@
 namespace xft::engine {
 namespace {
 
-// m = 1: one row at a time, so the weight is read as one sequential stream
-// (several short interleaved row streams defeat the hardware prefetcher on
-// narrow matrices); four accumulators over consecutive chunks hide the
-// vdpbf16ps latency. ld is a multiple of 64 elements: two steps of 2 x 32.
-XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, float* y, int r) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  const uint16_t* wr = w.row<uint16_t>(r);
-  int c = 0;
-  for (; c + 128 <= w.ld; c += 128) {
-    a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(wr + c), (__m512bh)_mm512_loadu_si512(x + c));
-    a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(wr + c + 32), (__m512bh)_mm512_loadu_si512(x + c + 32));
-    a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(wr + c + 64), (__m512bh)_mm512_loadu_si512(x + c + 64));
-    a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(wr + c + 96), (__m512bh)_mm512_loadu_si512(x + c + 96));
-  }
-  if (c < w.ld) {  // the last 64 elements
-    a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(wr + c), (__m512bh)_mm512_loadu_si512(x + c));
-    a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(wr + c + 32), (__m512bh)_mm512_loadu_si512(x + c + 32));
-  }
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + bias;
-}
-
-// m = 2..4: the same row stream and the same four accumulators per input as
-// m = 1, so each input's result is bit for bit its result alone (the server
-// batches requests and must not change their answers); the weight row is
-// still read once for all inputs.
+// One weight row for M inputs (1..4): the row is read once as one sequential
+// stream (several short interleaved row streams defeat the hardware
+// prefetcher on narrow matrices), four accumulators per input over
+// consecutive chunks hide the vdpbf16ps latency. Every M sums an input in the
+// same order, so each input gets bit for bit its result alone (the server
+// batches requests and must not change their answers). ld is a multiple of
+// 64 elements: steps of 4 x 32, then maybe 2 x 32.
 template <int M>
 XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r) {
   __m512 a[4][M];
@@ -73,10 +54,7 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
 
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
-  for (int r = rb; r < re; ++r) {
-    if constexpr (M == 1) row_stream(w, x, y, r);
-    else row_streams<M>(w, x, y, r);
-  }
+  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r);
 }
 
 }  // namespace

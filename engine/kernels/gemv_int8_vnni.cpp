@@ -37,38 +37,8 @@ size_t staged_bytes(const PackedWeight& w, int m) {
   return static_cast<size_t>(m) * w.ld + m * blocks * 4 + m * blocks * 4;
 }
 
-// One block's contribution for m = 1: exact int32 dot product of the block,
+// Input j's block b against the weight block wq (already flipped): exact int32 dot product,
 // then scaled by the block's x scale and added to `acc`.
-XFT_VNNI inline __m512 add_block(__m512 acc, const int8_t* wr, const Int8StagedX& x, int b, __m512i flip) {
-  const int c = b * kInt8Block;
-  const __m512i wq = _mm512_xor_si512(_mm512_loadu_si512(wr + c), flip);
-  const __m512i dot = _mm512_dpbusd_epi32(_mm512_maskz_set1_epi32(1, x.neg_comp[b]), wq, _mm512_loadu_si512(x.q + c));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[b]), acc);
-}
-
-// m = 1: one row at a time (one sequential stream, see gemv_bf16_avx512.cpp),
-// four float accumulators over consecutive blocks, in named registers: an
-// accumulator array indexed by the block number lands on the stack and every
-// block then waits for a store-to-load round trip (half the bandwidth on
-// long rows).
-XFT_VNNI inline void row_stream(const PackedWeight& w, const Int8StagedX& x, float* y, int r) {
-  const int blocks = w.ld / kInt8Block;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const int8_t* wr = w.row<int8_t>(r);
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  int b = 0;
-  for (; b + 4 <= blocks; b += 4) {
-    a0 = add_block(a0, wr, x, b, flip);
-    a1 = add_block(a1, wr, x, b + 1, flip);
-    a2 = add_block(a2, wr, x, b + 2, flip);
-    a3 = add_block(a3, wr, x, b + 3, flip);
-  }
-  for (; b < blocks; ++b) a0 = add_block(a0, wr, x, b, flip);
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-  y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) * w.scales[r] + bias;
-}
-
-// Input j's block b against the weight block wq (already flipped), as add_block does for m = 1.
 XFT_VNNI inline __m512 add_input_block(__m512 acc, __m512i wq, const PackedWeight& w, const Int8StagedX& x, int j, int b) {
   const size_t block = static_cast<size_t>(j) * (w.ld / kInt8Block) + b;
   const __m512i xq = _mm512_loadu_si512(x.q + static_cast<size_t>(j) * w.ld + b * kInt8Block);
@@ -76,9 +46,12 @@ XFT_VNNI inline __m512 add_input_block(__m512 acc, __m512i wq, const PackedWeigh
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(x.scale[block]), acc);
 }
 
-// m = 2..4: the same blocks into the same four accumulators per input as
-// m = 1, so each input's result is bit for bit its result alone (the server
-// batches requests and must not change their answers); the row is read once for all.
+// One weight row for M inputs (1..4), read once as one sequential stream (see
+// gemv_bf16_avx512.cpp), four float accumulators per input over consecutive
+// blocks. The accumulators are indexed by constants only (fully unrolled):
+// indexed by the block number they would land on the stack, and every block
+// would wait for a store-to-load round trip. Every M sums an input in the same
+// order, so each input gets bit for bit its result alone (the server batches requests).
 template <int M>
 XFT_VNNI inline void row_streams(const PackedWeight& w, const Int8StagedX& x, float* y, int r) {
   const int blocks = w.ld / kInt8Block;
@@ -112,10 +85,7 @@ XFT_VNNI inline void row_streams(const PackedWeight& w, const Int8StagedX& x, fl
 
 template <int M>
 XFT_VNNI void run_rows(const PackedWeight& w, const Int8StagedX& x, float* y, int rb, int re) {
-  for (int r = rb; r < re; ++r) {
-    if constexpr (M == 1) row_stream(w, x, y, r);
-    else row_streams<M>(w, x, y, r);
-  }
+  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r);
 }
 
 // One block of x (n <= 64 floats, zero padded) -> 64 int8, the block's
