@@ -706,11 +706,11 @@ void catch_stop_signals() {
   sigaction(SIGUSR1, &action, nullptr);  // what xftctl sends through mpirun (RankRun::signal_is_normal_stop)
 }
 
+// The checkpoint directory's name ("Qwen2.5-7B-Instruct", also for "DIR/"), or the preset.
 std::string served_model_name(const RunOptions& o) {
   if (o.model_dir.empty()) return o.fake_model;
-  return fs::path(o.model_dir).lexically_normal().filename().string().empty()
-             ? fs::path(o.model_dir).lexically_normal().parent_path().filename().string()
-             : fs::path(o.model_dir).lexically_normal().filename().string();
+  fs::path dir = fs::path(o.model_dir).lexically_normal();
+  return (dir.has_filename() ? dir : dir.parent_path()).filename().string();
 }
 
 // "[ADDR:]PORT" -> (addr, port); ADDR defaults to 127.0.0.1.
@@ -747,24 +747,25 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   auto loaded = load_model(o, comm, /*batch_invariant=*/true);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
-  auto stop_ids = shared_stop_ids(model, *tok, comm);
   if (!is_leader(comm)) {
     auto followed = serve::Scheduler::follow(model, o.max_batch);
     if (!followed) fail(ctx, followed.error().message);
     return;
   }
+  // Only rank 0 stops generations, so the end tokens are not shared.
+  const auto stop_ids = stop_ids_for(model.config(), tokenizer_stop_ids(**tok));
+  const auto address = *parse_listen_address(o.serve);  // checked before anything started
   // Rank 0 must still take part in the shutdown step when it cannot serve.
   std::atomic<bool> stop_now{true};
-  auto address = parse_listen_address(o.serve);
   auto key = api_key(o);
   serve::SchedulerOptions scheduling;
   scheduling.max_batch = o.max_batch;
   scheduling.max_queue = o.max_queue;
   scheduling.kv_budget_bytes = static_cast<size_t>(o.kv_cache_mib) << 20;
   serve::Scheduler scheduler(model, scheduling);
-  if (!address || !key) {
+  if (!key) {
     scheduler.run(stop_now);
-    return fail(ctx, !address ? address.error().message : key.error().message);
+    return fail(ctx, key.error().message);
   }
   serve::ServerOptions server_options;
   server_options.model_name = served_model_name(o);
@@ -773,7 +774,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   server_options.created = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
   serve::Server server(scheduler, **tok, stop_ids, server_options);
-  auto http = serve::HttpServer::listen(address->first, address->second,
+  auto http = serve::HttpServer::listen(address.first, address.second,
                                         [&server](const serve::HttpRequest& request, serve::HttpResponder& responder) {
                                           server.handle(request, responder);
                                         });
@@ -785,7 +786,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   std::fprintf(stderr,
                "xftctl: serving %s on http://%s:%d (OpenAI API under /v1, chat page at /)\n"
                "xftctl: %d rank%s, %s, batch up to %d, queue %d, context %d, KV %.1f MiB per 1000 positions%s%s\n",
-               server_options.model_name.c_str(), address->first.c_str(), (*http)->port(), model.comm().size(),
+               server_options.model_name.c_str(), address.first.c_str(), (*http)->port(), model.comm().size(),
                model.comm().size() == 1 ? "" : "s", model.kernel_name().c_str(), o.max_batch, o.max_queue,
                model.max_context(), kv_mib_per_1k,
                o.kv_cache_mib > 0 ? (", KV budget " + std::to_string(o.kv_cache_mib) + " MiB").c_str() : "",

@@ -27,6 +27,15 @@ void family(std::string& out, const char* name, const char* type, const char* he
   out += '\n';
 }
 
+// A family with one unlabelled sample.
+void single(std::string& out, const char* name, const char* type, const char* help, const std::string& value) {
+  family(out, name, type, help);
+  out += name;
+  out += ' ';
+  out += value;
+  out += '\n';
+}
+
 }  // namespace
 
 void Metrics::count_request(const std::string& endpoint, int status) {
@@ -49,12 +58,11 @@ std::string Metrics::render(const SchedulerCounters& c) {
     out += "xftctl_http_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
            "\"} " + std::to_string(n) + "\n";
   }
-  family(out, "xftctl_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
-  out += "xftctl_prompt_tokens_total " + std::to_string(c.prompt_tokens) + "\n";
-  family(out, "xftctl_generation_tokens_total", "counter", "Tokens generated and sent.");
-  out += "xftctl_generation_tokens_total " + std::to_string(c.generated_tokens) + "\n";
-  family(out, "xftctl_steps_total", "counter", "Scheduler steps (one batched forward pass each).");
-  out += "xftctl_steps_total " + std::to_string(c.steps) + "\n";
+  single(out, "xftctl_prompt_tokens_total", "counter", "Prompt tokens prefilled.", std::to_string(c.prompt_tokens));
+  single(out, "xftctl_generation_tokens_total", "counter", "Tokens generated and sent.",
+         std::to_string(c.generated_tokens));
+  single(out, "xftctl_steps_total", "counter", "Scheduler steps (one batched forward pass each).",
+         std::to_string(c.steps));
   family(out, "xftctl_time_to_first_token_seconds", "histogram", "From request arrival to its first token.");
   for (size_t b = 0; b < kBuckets; ++b) {
     out += "xftctl_time_to_first_token_seconds_bucket{le=\"" + number(kTtftBounds[b]) + "\"} " +
@@ -63,14 +71,12 @@ std::string Metrics::render(const SchedulerCounters& c) {
   out += "xftctl_time_to_first_token_seconds_bucket{le=\"+Inf\"} " + std::to_string(ttft_count_) + "\n";
   out += "xftctl_time_to_first_token_seconds_sum " + number(ttft_sum_) + "\n";
   out += "xftctl_time_to_first_token_seconds_count " + std::to_string(ttft_count_) + "\n";
-  family(out, "xftctl_decode_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s.");
-  out += "xftctl_decode_tokens_per_second " + number(c.decode_tokens_per_second) + "\n";
-  family(out, "xftctl_requests_running", "gauge", "Requests in the decode batch.");
-  out += "xftctl_requests_running " + std::to_string(c.running) + "\n";
-  family(out, "xftctl_requests_waiting", "gauge", "Requests queued for a batch slot.");
-  out += "xftctl_requests_waiting " + std::to_string(c.waiting) + "\n";
-  family(out, "xftctl_kv_cache_bytes", "gauge", "KV cache held by running requests on rank 0.");
-  out += "xftctl_kv_cache_bytes " + std::to_string(c.kv_bytes) + "\n";
+  single(out, "xftctl_decode_tokens_per_second", "gauge", "Tokens generated per second over the last 5 s.",
+         number(c.decode_tokens_per_second));
+  single(out, "xftctl_requests_running", "gauge", "Requests in the decode batch.", std::to_string(c.running));
+  single(out, "xftctl_requests_waiting", "gauge", "Requests queued for a batch slot.", std::to_string(c.waiting));
+  single(out, "xftctl_kv_cache_bytes", "gauge", "KV cache held by running requests on rank 0.",
+         std::to_string(c.kv_bytes));
   return out;
 }
 

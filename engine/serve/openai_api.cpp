@@ -25,8 +25,10 @@ bool neutral_value(const std::string& name, const json& value) {
   return false;
 }
 
-Expected<float, ApiError> number_in(const json& value, const std::string& name, double low, double high,
-                                    bool low_open) {
+// field = value when it is a number in [low, high] (low excluded when low_open); null keeps the default.
+Expected<void, ApiError> set_number(const json& value, const std::string& name, double low, double high,
+                                    bool low_open, float& field) {
+  if (value.is_null()) return {};
   if (!value.is_number()) return bad("'" + name + "' must be a number", name);
   double v = value.get<double>();
   if (!std::isfinite(v) || v > high || v < low || (low_open && v == low)) {
@@ -34,7 +36,14 @@ Expected<float, ApiError> number_in(const json& value, const std::string& name, 
                    json(high).dump() + ", got " + value.dump(),
                name);
   }
-  return static_cast<float>(v);
+  field = static_cast<float>(v);
+  return {};
+}
+
+Expected<void, ApiError> set_flag(const json& value, const std::string& name, bool& field) {
+  if (!value.is_boolean()) return bad("'" + name + "' must be true or false", name);
+  field = value.get<bool>();
+  return {};
 }
 
 Expected<std::string, ApiError> message_content(const json& content, size_t index) {
@@ -108,15 +117,13 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
   } else if (key == "prompt" && !request.chat) {
     return parse_prompt(value, request);
   } else if (key == "stream") {
-    if (!value.is_boolean() && !value.is_null()) return bad("'stream' must be true or false", key);
-    request.stream = value.is_boolean() && value.get<bool>();
+    if (!value.is_null()) return set_flag(value, key, request.stream);
   } else if (key == "stream_options") {
     if (value.is_null()) return {};
     if (!value.is_object()) return bad("'stream_options' must be an object", key);
     for (const auto& [k, v] : value.items()) {
       if (k != "include_usage") return bad("unknown field 'stream_options." + k + "'", "stream_options." + k);
-      if (!v.is_boolean()) return bad("'stream_options.include_usage' must be true or false", "stream_options.include_usage");
-      request.include_usage = v.get<bool>();
+      if (auto set = set_flag(v, "stream_options.include_usage", request.include_usage); !set) return set;
     }
   } else if (key == "max_tokens" || (key == "max_completion_tokens" && request.chat)) {
     if (value.is_null()) return {};
@@ -125,15 +132,9 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     }
     request.max_tokens = static_cast<int>(value.get<int64_t>());
   } else if (key == "temperature") {
-    if (value.is_null()) return {};
-    auto v = number_in(value, key, 0.0, 2.0, false);
-    if (!v) return v.error();
-    request.temperature = *v;
+    return set_number(value, key, 0.0, 2.0, false, request.temperature);
   } else if (key == "top_p") {
-    if (value.is_null()) return {};
-    auto v = number_in(value, key, 0.0, 1.0, true);
-    if (!v) return v.error();
-    request.top_p = *v;
+    return set_number(value, key, 0.0, 1.0, true, request.top_p);
   } else if (key == "top_k") {
     if (value.is_null()) return {};
     if (!value.is_number_integer() || value.get<int64_t>() < -1 || value.get<int64_t>() > (1 << 30)) {
@@ -141,10 +142,7 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     }
     request.top_k = std::max<int>(0, static_cast<int>(value.get<int64_t>()));
   } else if (key == "repetition_penalty") {
-    if (value.is_null()) return {};
-    auto v = number_in(value, key, 0.0, 10.0, true);
-    if (!v) return v.error();
-    request.repetition_penalty = *v;
+    return set_number(value, key, 0.0, 10.0, true, request.repetition_penalty);
   } else if (key == "stop") {
     return parse_stop(value, request);
   } else if (key == "seed") {
@@ -152,11 +150,9 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     if (!value.is_number_integer()) return bad("'seed' must be an integer", key);
     request.seed = value.is_number_unsigned() ? value.get<uint64_t>() : static_cast<uint64_t>(value.get<int64_t>());
   } else if (key == "ignore_eos") {
-    if (!value.is_boolean()) return bad("'ignore_eos' must be true or false", key);
-    request.ignore_eos = value.get<bool>();
+    return set_flag(value, key, request.ignore_eos);
   } else if (key == "skip_special_tokens") {
-    if (!value.is_boolean()) return bad("'skip_special_tokens' must be true or false", key);
-    request.skip_special_tokens = value.get<bool>();
+    return set_flag(value, key, request.skip_special_tokens);
   } else if (key == "user") {
     if (!value.is_string() && !value.is_null()) return bad("'user' must be a string", key);
   } else if (key == "n" || key == "frequency_penalty" || key == "presence_penalty" || key == "logprobs" ||

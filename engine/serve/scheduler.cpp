@@ -107,7 +107,7 @@ SchedulerCounters Scheduler::take_counters() {
 }
 
 // Under the lock: frees what ended, admits what fits, lists what decodes.
-StepPlan Scheduler::plan_step(std::unique_lock<std::mutex>&) {
+StepPlan Scheduler::plan_step() {
   StepPlan plan;
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
     auto& active = slots_[slot];
@@ -154,10 +154,6 @@ StepPlan Scheduler::plan_step(std::unique_lock<std::mutex>&) {
 void Scheduler::accept_token(int slot, int32_t token) {
   Active& a = *slots_[slot];
   if (a.finished) return;
-  if (!a.first_token_seen) {
-    a.first_token_seen = true;
-    counters_.time_to_first_token_s.push_back(seconds(Clock::now() - a.submitted));
-  }
   const auto& stops = a.request.stop_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     a.finished = true;
@@ -180,10 +176,13 @@ void Scheduler::accept_token(int slot, int32_t token) {
 void Scheduler::deliver(const StepPlan& plan, const std::vector<int32_t>& drawn) {
   std::lock_guard lock(mutex_);
   size_t i = 0;
-  for (const auto& op : plan.prefill) accept_token(op.slot, drawn[i++]);
+  const auto now = Clock::now();
+  for (const auto& op : plan.prefill) {  // a prefill draws a request's first token
+    counters_.time_to_first_token_s.push_back(seconds(now - slots_[op.slot]->submitted));
+    accept_token(op.slot, drawn[i++]);
+  }
   for (int32_t slot : plan.decode) accept_token(slot, drawn[i++]);
   ++counters_.steps;
-  const auto now = Clock::now();
   recent_.emplace_back(now, static_cast<int>(drawn.size()));
   while (!recent_.empty() && now - recent_.front().first > kGaugeWindow) recent_.pop_front();
 }
@@ -206,7 +205,7 @@ Expected<void> Scheduler::run(const std::atomic<bool>& stop) {
     {
       std::unique_lock lock(mutex_);
       if (!stop) {
-        plan = plan_step(lock);
+        plan = plan_step();
         if (plan.empty()) {
           work_.wait_for(lock, std::chrono::milliseconds(50));
           continue;

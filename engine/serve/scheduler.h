@@ -108,7 +108,6 @@ class Scheduler {
     size_t kv_bytes = 0;
     bool finished = false;
     RequestStream::Clock::time_point submitted;
-    bool first_token_seen = false;
   };
   struct Waiting {
     std::shared_ptr<RequestStream> stream;
@@ -116,7 +115,7 @@ class Scheduler {
     RequestStream::Clock::time_point submitted;
   };
 
-  StepPlan plan_step(std::unique_lock<std::mutex>& lock);
+  StepPlan plan_step();  // under mutex_
   void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn);
   void accept_token(int slot, int32_t token);
   void finish_all(const std::string& reason, const std::string& error);

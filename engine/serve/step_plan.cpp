@@ -121,9 +121,9 @@ Expected<void> StepExecutor::check(const StepPlan& plan) const {
   for (int32_t slot : plan.release)
     if (!valid(slot)) return make_error("step plan: release of slot " + std::to_string(slot) + " out of range");
   for (const auto& op : plan.prefill) {
-    if (!valid(op.slot) || slots_[op.slot].sequence) {
-      bool released = std::find(plan.release.begin(), plan.release.end(), op.slot) != plan.release.end();
-      if (!valid(op.slot) || !released) return make_error("step plan: slot " + std::to_string(op.slot) + " is busy");
+    const bool released = std::find(plan.release.begin(), plan.release.end(), op.slot) != plan.release.end();
+    if (!valid(op.slot) || (slots_[op.slot].sequence && !released)) {
+      return make_error("step plan: slot " + std::to_string(op.slot) + " is busy");
     }
   }
   for (int32_t slot : plan.decode)
