@@ -7,6 +7,7 @@
 
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
+#include "engine/kernels/quant_int4.h"
 
 namespace xft::engine {
 namespace {
@@ -46,6 +47,7 @@ void pack_row(PackedWeight& w, int r, const SourceRows& src, int src_row, float*
     case WeightFormat::f16:
       f32_to_f16(tmp, w.data.as<uint16_t>() + static_cast<size_t>(r) * w.ld, in);
       break;
+    case WeightFormat::int4: break;  // packed by pack_int4
     case WeightFormat::int8: {
       float max_abs = 0.0f;
       for (int c = 0; c < in; ++c) max_abs = std::max(max_abs, std::fabs(tmp[c]));
@@ -61,35 +63,65 @@ void pack_row(PackedWeight& w, int r, const SourceRows& src, int src_row, float*
   }
 }
 
+// int4 from float/bf16 blocks: quantized at load in groups of kInt4DefaultGroup.
+void pack_int4_quantizing(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
+  std::vector<Int4Matrix> quantized;
+  quantized.reserve(blocks.size());
+  std::vector<Int4Rows> views(blocks.size());
+  std::vector<LinearBlock> int4_blocks(blocks);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const SourceRows src{blocks[b].weight_f32, blocks[b].weight_bf16, w.in};
+    std::vector<float> rows(static_cast<size_t>(blocks[b].rows) * w.in);
+    for (int i = 0; i < blocks[b].rows; ++i) src.read_row(i, rows.data() + static_cast<size_t>(i) * w.in);
+    quantized.push_back(quantize_int4(rows.data(), blocks[b].rows, w.in, kInt4DefaultGroup));
+    views[b] = quantized.back().view();
+    int4_blocks[b].int4 = &views[b];
+  }
+  pack_int4(w, int4_blocks);
+}
+
 std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int in,
                                    WeightFormat format) {
   int out = 0;
   bool any_bias = false;
+  int int4_blocks = 0;
   for (const auto& block : blocks) {
-    if (block.rows < 0 || (block.rows > 0 && !block.weight_f32 && !block.weight_bf16)) {
+    if (block.rows < 0 || (block.rows > 0 && !block.weight_f32 && !block.weight_bf16 && !block.int4)) {
       throw std::invalid_argument("Linear: a weight block has no data or negative rows");
     }
     out += block.rows;
     any_bias = any_bias || block.bias != nullptr;
+    int4_blocks += block.int4 != nullptr;
   }
   if (out <= 0 || in <= 0) throw std::invalid_argument("Linear: out and in must be positive");
+  if (int4_blocks != 0 && (format != WeightFormat::int4 || int4_blocks != static_cast<int>(blocks.size()))) {
+    throw std::invalid_argument("Linear: int4 blocks need format int4 and cannot mix with float blocks");
+  }
   auto w = std::make_unique<PackedWeight>();
   w->format = format;
   w->isa = active_isa();
-  w->use_bf16_dot = format == WeightFormat::bf16 && use_avx512_bf16();
+  w->use_bf16_dot = (format == WeightFormat::bf16 || format == WeightFormat::int4) && use_avx512_bf16();
   w->use_int8_dot = format == WeightFormat::int8 && use_avx512_vnni();
   w->out = out;
   w->in = in;
-  w->ld = padded(in);
-  w->data.resize(static_cast<size_t>(out) * w->ld * w->element_bytes());
-  if (format == WeightFormat::int8) w->scales.assign(out, 1.0f);
   if (any_bias) w->bias.assign(out, 0.0f);
-  std::vector<float> tmp(in);
+  if (format == WeightFormat::int4) {
+    if (int4_blocks) pack_int4(*w, blocks);
+    else pack_int4_quantizing(*w, blocks);
+  } else {
+    w->ld = padded(in);
+    w->data.resize(static_cast<size_t>(out) * w->ld * w->element_bytes());
+    if (format == WeightFormat::int8) w->scales.assign(out, 1.0f);
+    std::vector<float> tmp(in);
+    int r = 0;
+    for (const auto& block : blocks) {
+      const SourceRows src{block.weight_f32, block.weight_bf16, in};
+      for (int i = 0; i < block.rows; ++i, ++r) pack_row(*w, r, src, i, tmp.data());
+    }
+  }
   int r = 0;
   for (const auto& block : blocks) {
-    const SourceRows src{block.weight_f32, block.weight_bf16, in};
     for (int i = 0; i < block.rows; ++i, ++r) {
-      pack_row(*w, r, src, i, tmp.data());
       if (block.bias) w->bias[r] = block.bias[i];
     }
   }
@@ -97,12 +129,17 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
 }
 
 GemvKernel pick_gemv(const PackedWeight& w) {
+  if (w.format == WeightFormat::int4) {
+    if (w.use_bf16_dot) return gemv_int4_avx512;
+    return w.isa >= Isa::avx2 ? gemv_int4_avx2 : gemv_int4_scalar;
+  }
   if (w.isa >= Isa::avx512) {
     switch (w.format) {
       case WeightFormat::f32: return gemv_f32_avx512;
       case WeightFormat::f16: return gemv_f16_avx512;
       case WeightFormat::bf16: return w.use_bf16_dot ? gemv_bf16_avx512 : gemv_avx2;
       case WeightFormat::int8: return w.use_int8_dot ? gemv_int8_vnni : gemv_int8_avx512;
+      case WeightFormat::int4: break;
     }
   }
   if (w.isa >= Isa::avx2) return gemv_avx2;
@@ -118,6 +155,7 @@ AlignedBuffer& x_scratch() {
 const void* stage_x(const PackedWeight& w, const float* x, int m) {
   AlignedBuffer& buffer = x_scratch();
   if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
+  if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
   const size_t elem = w.use_bf16_dot ? 2 : 4;
   buffer.resize(static_cast<size_t>(m) * w.ld * elem);
   for (int r = 0; r < m; ++r) {
@@ -137,9 +175,24 @@ const void* stage_x(const PackedWeight& w, const float* x, int m) {
 
 constexpr int kRowsPerTask = 16;
 
+// Headers of staged inputs g .. g+3 for the formats that stage one.
+struct GroupHeaders {
+  Int8StagedX int8{};
+  Int4StagedX int4{};
+};
+
 // Inputs g .. g+3 of staged x (their rows are contiguous at stride ld).
-const void* input_group(const PackedWeight& w, const void* staged, int g, Int8StagedX& header) {
+const void* input_group(const PackedWeight& w, const void* staged, int g, GroupHeaders& headers) {
+  if (w.format == WeightFormat::int4) {
+    Int4StagedX& header = headers.int4;
+    header = *static_cast<const Int4StagedX*>(staged);
+    const size_t elem = w.use_bf16_dot ? 2 : 4;
+    header.x = static_cast<const char*>(header.x) + static_cast<size_t>(g) * w.ld * elem;
+    header.group_sums += static_cast<size_t>(g) * w.groups;
+    return &header;
+  }
   if (w.use_int8_dot) {
+    Int8StagedX& header = headers.int8;
     header = *static_cast<const Int8StagedX*>(staged);
     const size_t blocks = static_cast<size_t>(w.ld) / kInt8Block;
     header.q += static_cast<size_t>(g) * w.ld;
@@ -156,7 +209,7 @@ const void* input_group(const PackedWeight& w, const void* staged, int g, Int8St
 // memory once and from cache for the other groups; each input's result is
 // the kernel's for that input alone.
 void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, int m, float* y, int rb, int re) {
-  Int8StagedX header{};
+  GroupHeaders header;
   for (int r = rb; r < re; r += kRowsPerTask) {
     const int r_end = std::min(re, r + kRowsPerTask);
     for (int g = 0; g < m; g += kGemvMaxRows) {
@@ -187,6 +240,7 @@ const char* weight_format_name(WeightFormat format) {
     case WeightFormat::bf16: return "bf16";
     case WeightFormat::f16: return "f16";
     case WeightFormat::int8: return "int8";
+    case WeightFormat::int4: return "int4";
   }
   return "unknown";
 }
@@ -196,6 +250,7 @@ bool parse_weight_format(const std::string& text, WeightFormat* format) {
   else if (text == "bf16") *format = WeightFormat::bf16;
   else if (text == "f16") *format = WeightFormat::f16;
   else if (text == "int8") *format = WeightFormat::int8;
+  else if (text == "int4") *format = WeightFormat::int4;
   else return false;
   return true;
 }
@@ -221,8 +276,33 @@ Isa Linear::isa() const { return packed_ ? packed_->isa : Isa::scalar; }
 
 size_t Linear::weight_bytes() const {
   if (!packed_) return 0;
-  return static_cast<size_t>(packed_->out) * packed_->ld * packed_->element_bytes() +
-         packed_->scales.size() * sizeof(float);
+  return static_cast<size_t>(packed_->out) * packed_->row_bytes() + packed_->scales.size() * sizeof(float) +
+         packed_->group_scale.size() * sizeof(uint16_t) + packed_->group_zero.size();
+}
+
+void Linear::dequantize_row(int r, float* out) const {
+  const PackedWeight& w = *packed_;
+  switch (w.format) {
+    case WeightFormat::f32: std::memcpy(out, w.row<float>(r), sizeof(float) * w.in); break;
+    case WeightFormat::bf16: bf16_to_f32(w.row<uint16_t>(r), out, w.in); break;
+    case WeightFormat::f16: f16_to_f32(w.row<uint16_t>(r), out, w.in); break;
+    case WeightFormat::int8:
+      for (int c = 0; c < w.in; ++c) out[c] = static_cast<float>(w.row<int8_t>(r)[c]) * w.scales[r];
+      break;
+    case WeightFormat::int4: {
+      thread_local std::vector<float> slots;
+      slots.resize(w.ld);
+      int4_dequantize_slots(w, r, slots.data());
+      if (w.slot_input.empty()) {
+        std::memcpy(out, slots.data(), sizeof(float) * w.in);
+      } else {
+        for (int s = 0; s < w.ld; ++s) {
+          if (w.slot_input[s] >= 0) out[w.slot_input[s]] = slots[s];
+        }
+      }
+      break;
+    }
+  }
 }
 
 std::string Linear::kernel_name() const {

@@ -32,6 +32,13 @@
 //    exact dequantize-FMA path (int8 -> float, FMA with float x, s applied
 //    once per row). bf16 prefill feeds the integers (exact in bf16) to
 //    oneDNN and applies s per column, adding only the bf16 rounding of x.
+//  * int4: weight-only, per group of input columns with a scale and a zero
+//    point per (row, group): w = (q - z) · s, q in 0..15 (GPTQ/AWQ layouts
+//    or quantize_int4 at load). Stored as packed nibbles (see quant_int4.h),
+//    never as a dequantized copy. AVX512-BF16 decode rounds x to bf16 once
+//    (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar decode keep x float. Prefill
+//    dequantizes tiles of rows to bf16 (or float without bf16 matmul): the
+//    weight is rounded to bf16 on top of x.
 // Padding: every row is zero-padded to a multiple of 64 elements so the
 // kernels have no tails; weight_bytes() counts the padded rows plus scales.
 #pragma once
@@ -47,25 +54,41 @@
 
 namespace xft::engine {
 
-enum class WeightFormat { f32, bf16, f16, int8 };
+enum class WeightFormat { f32, bf16, f16, int8, int4 };
 
 const char* weight_format_name(WeightFormat format);
-// "f32" | "bf16" | "f16" | "int8"; false when the text is none of them.
+// "f32" | "bf16" | "f16" | "int8" | "int4"; false when the text is none of them.
 bool parse_weight_format(const std::string& text, WeightFormat* format);
 
+// Rows already quantized to 4 bits, in the plain form every checkpoint layout
+// is converted to: weight(r, c) = (q[r][c] - zero[r][g]) * scale[r][g] with
+// g = group_of[c]. The blocks of one Linear share group_of (one input).
+struct Int4Rows {
+  const uint8_t* q = nullptr;           // [rows][in], 0..15
+  const uint16_t* scale_f16 = nullptr;  // [rows][groups], IEEE half bits
+  const uint8_t* zero = nullptr;        // [rows][groups] (GPTQ's classic zero+1 may be 16)
+  const int32_t* group_of = nullptr;    // [in], values in [0, groups)
+  int groups = 0;
+};
+
 // One block of rows of a fused projection (q/k/v, gate/up): exactly one of
-// weight_f32 / weight_bf16 is set, row-major [rows][in]; bias optional [rows].
+// weight_f32 / weight_bf16 / int4 is set, row-major [rows][in]; bias optional
+// [rows]. int4 blocks need WeightFormat::int4; float/bf16 blocks packed as
+// int4 are quantized at load (quantize_int4, groups of kInt4DefaultGroup).
 struct LinearBlock {
   const float* weight_f32 = nullptr;
   const uint16_t* weight_bf16 = nullptr;
   const float* bias = nullptr;
   int rows = 0;
+  const Int4Rows* int4 = nullptr;
 };
 
 // Largest m served by the GEMV kernels; larger batches go to oneDNN.
 constexpr int kGemvMaxRows = 4;
 // Activation block of the int8 VNNI decode kernel (one scale per block).
 constexpr int kInt8Block = 64;
+// Group size of int4 quantization at load (--dtype int4 on a bf16 checkpoint).
+constexpr int kInt4DefaultGroup = 128;
 
 struct PackedWeight;  // kernel layout, see linear_internal.h
 
@@ -94,7 +117,8 @@ class Linear {
   int out() const;
   int in() const;
   WeightFormat format() const;
-  // Bytes of packed weight (padded rows, int8 scales) read by one decode step.
+  // Bytes of packed weight (padded rows, int8 scales, int4 scales and zeros)
+  // read by one decode step.
   size_t weight_bytes() const;
   // The kernel family picked at construction (active_isa() then).
   Isa isa() const;
@@ -110,6 +134,9 @@ class Linear {
   void forward_matmul(const float* x, int m, float* y, ThreadPool& pool) const;
 
   const PackedWeight& packed() const { return *packed_; }
+  // Row r of the weight as used (dequantized for int8/int4), [in] floats in
+  // input order: the embedding lookup of a tied int4 head, and tests.
+  void dequantize_row(int r, float* out) const;
 
  private:
   std::unique_ptr<PackedWeight> packed_;

@@ -22,9 +22,17 @@ struct PackedWeight {
   int out = 0;
   int in = 0;
   int ld = 0;               // padded row length in elements
-  AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8
+  AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8; int4: [out][ld / 2] bytes
   std::vector<float> scales;  // int8: per output row
   std::vector<float> bias;    // empty when there is none
+  // int4 (layout in quant_int4.h): ld = groups * group_len slots per row,
+  // group g in slots [g * group_len, (g + 1) * group_len).
+  int groups = 0;
+  int group_len = 0;                    // multiple of 32
+  std::vector<uint16_t> group_scale;    // [out][groups] IEEE half
+  std::vector<uint8_t> group_zero;      // [out][groups]
+  std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
+                                        // empty when slot c is input c (padding only at the end)
 
   size_t element_bytes() const {
     switch (format) {
@@ -32,11 +40,16 @@ struct PackedWeight {
       case WeightFormat::bf16:
       case WeightFormat::f16: return 2;
       case WeightFormat::int8: return 1;
+      case WeightFormat::int4: return 1;  // per two elements; see row_bytes()
     }
     return 4;
   }
+  size_t row_bytes() const {
+    return format == WeightFormat::int4 ? static_cast<size_t>(ld) / 2 : static_cast<size_t>(ld) * element_bytes();
+  }
   template <class T>
   const T* row(int r) const { return data.as<T>() + static_cast<size_t>(r) * ld; }
+  const uint8_t* int4_row(int r) const { return data.as<uint8_t>() + static_cast<size_t>(r) * (ld / 2); }
 };
 
 // Decode kernels: y rows [row_begin, row_end) of all m <= kGemvMaxRows inputs.
@@ -66,6 +79,18 @@ struct Int8StagedX {
 };
 const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
 void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+
+// int4 decode. stage_x_int4 gathers m rows of x into slot order (zero in
+// padding slots), as bf16 when use_bf16_dot else float, and the sum of each
+// group's staged values; the kernels read that layout as their x.
+struct Int4StagedX {
+  const void* x;             // [m][ld] bf16 bits or float
+  const float* group_sums;   // [m][groups]
+};
+const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
+void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // Prefill: returns false when oneDNN cannot run this shape (caller falls back).
 // Uses bf16 matmul when onednn_bf16_matmul_available() (declared in linear.h),

@@ -10,7 +10,9 @@
 // Weights: bf16 and f32 are used in place (B = Wᵀ via strides). f16 and int8
 // are converted tile by tile (kTileRows output rows) to bf16 in per-thread
 // scratch; int8 tiles hold the integers themselves (exact in bf16) and the
-// per-row scale is applied to the output columns afterwards.
+// per-row scale is applied to the output columns afterwards. int4 tiles are
+// dequantized ((q - z) · s rounded to bf16) in slot order, and x is gathered
+// into the same order (quant_int4.h).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/ops_simd.h"
+#include "engine/kernels/quant_int4.h"
 
 extern "C" void omp_set_num_threads(int n);
 
@@ -114,8 +117,15 @@ void run_matmul(ThreadState& ts, dt src_type, dt weight_type, const void* a, int
   ts.stream->wait();
 }
 
-// f16 or int8 rows [r0, r0 + rows) as bf16 into dst [rows][ld]; row: ld floats of scratch.
+// f16, int8 or int4 rows [r0, r0 + rows) as bf16 into dst [rows][ld]; row: ld floats of scratch.
 void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float* row) {
+  if (w.format == WeightFormat::int4) {
+    for (int r = 0; r < rows; ++r) {
+      int4_dequantize_slots(w, r0 + r, row);
+      f32_to_bf16(row, dst + static_cast<size_t>(r) * w.ld, w.ld);
+    }
+    return;
+  }
   if (w.format == WeightFormat::f16) {
     for (int r = 0; r < rows; ++r) {
       f16_to_f32(w.row<uint16_t>(r0 + r), row, w.ld);
@@ -137,7 +147,9 @@ void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float*
 // int8 tiles hold the integers, the scale is applied to the output).
 void convert_tile_f32(const PackedWeight& w, int r0, int rows, float* dst) {
   const size_t count = static_cast<size_t>(rows) * w.ld;
-  if (w.format == WeightFormat::bf16) {
+  if (w.format == WeightFormat::int4) {
+    for (int r = 0; r < rows; ++r) int4_dequantize_slots(w, r0 + r, dst + static_cast<size_t>(r) * w.ld);
+  } else if (w.format == WeightFormat::bf16) {
     bf16_to_f32(w.row<uint16_t>(r0), dst, count);
   } else if (w.format == WeightFormat::f16) {
     f16_to_f32(w.row<uint16_t>(r0), dst, count);
@@ -168,6 +180,18 @@ void finish_columns(const PackedWeight& w, int m, float* y, int c0, int c1, bool
 
 // Without bf16 matmul: weight tiles widened to float, float x, f32 matmul.
 bool matmul_f32_tiles(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
+  // int4 weights are in slot order: x goes there too (k = ld).
+  thread_local AlignedBuffer gathered;
+  int64_t k = w.in;
+  if (w.format == WeightFormat::int4) {
+    gathered.resize(static_cast<size_t>(m) * w.ld * sizeof(float));
+    float* xg = gathered.as<float>();
+    pool.parallel_for(m, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r) int4_gather_x(w, x + static_cast<size_t>(r) * w.in, xg + static_cast<size_t>(r) * w.ld);
+    });
+    x = xg;
+    k = w.ld;
+  }
   std::atomic<bool> ok{true};
   pool.run([&](int tid, int n_threads) {
     int c0, c1;
@@ -179,7 +203,7 @@ bool matmul_f32_tiles(const PackedWeight& w, const float* x, int m, float* y, Th
       for (int t0 = c0; t0 < c1; t0 += kTileRows) {
         const int rows = std::min(kTileRows, c1 - t0);
         convert_tile_f32(w, t0, rows, ts.tile.as<float>());
-        run_matmul(ts, dt::f32, dt::f32, x, m, w.in, w.in, ts.tile.as<float>(), rows, w.ld, y + t0, w.out);
+        run_matmul(ts, dt::f32, dt::f32, x, m, k, k, ts.tile.as<float>(), rows, w.ld, y + t0, w.out);
       }
       finish_columns(w, m, y, c0, c1, w.format == WeightFormat::int8);
     } catch (const dnnl::error&) {
@@ -217,8 +241,14 @@ bool matmul_onednn(const PackedWeight& w, const float* x, int m, float* y, Threa
     staged_x.resize(static_cast<size_t>(m) * w.ld * sizeof(uint16_t));
     uint16_t* xb = staged_x.as<uint16_t>();
     pool.parallel_for(m, [&](int r0, int r1) {
+      std::vector<float> slots(w.format == WeightFormat::int4 ? w.ld : 0);
       for (int r = r0; r < r1; ++r) {
         uint16_t* dst = xb + static_cast<size_t>(r) * w.ld;
+        if (w.format == WeightFormat::int4) {
+          int4_gather_x(w, x + static_cast<size_t>(r) * w.in, slots.data());
+          f32_to_bf16(slots.data(), dst, w.ld);
+          continue;
+        }
         f32_to_bf16(x + static_cast<size_t>(r) * w.in, dst, w.in);
         std::memset(dst + w.in, 0, sizeof(uint16_t) * (w.ld - w.in));
       }

@@ -226,7 +226,7 @@ TEST(KernelsLinear, FormatNamesRoundTrip) {
     EXPECT_EQ(parsed, f);
   }
   WeightFormat parsed;
-  EXPECT_FALSE(parse_weight_format("int4", &parsed));
+  EXPECT_FALSE(parse_weight_format("int3", &parsed));
 }
 
 }  // namespace

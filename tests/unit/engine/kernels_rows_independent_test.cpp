@@ -23,7 +23,8 @@ TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndI
   ThreadPool pool(2);
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
-    for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8}) {
+    for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8,
+                                WeightFormat::int4}) {
       Linear linear(weight.data(), out, in, format, bias.data());
       for (int m : {2, 3, 4, 5, 8, 13, 16}) {
         std::vector<float> x(static_cast<size_t>(m) * in);

@@ -1,0 +1,196 @@
+#include "engine/kernels/quant_int4.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/kernels/ops.h"
+
+namespace xft::engine {
+namespace {
+
+// Packed nibble index (2 · byte + high) of offset o inside a group of group_len slots.
+int nibble_in_group(int o, int group_len) {
+  const int full_units = group_len / 64;
+  const int u = o / 64;
+  if (u < full_units) {
+    const int e = o % 64;
+    return 2 * (u * 32 + e % 32) + (e >= 32 ? 1 : 0);
+  }
+  const int e = o - full_units * 64;
+  return 2 * (full_units * 32 + e % 16) + (e >= 16 ? 1 : 0);
+}
+
+int nibble_of_slot(const PackedWeight& w, int s) {
+  const int g = s / w.group_len;
+  return g * w.group_len + nibble_in_group(s % w.group_len, w.group_len);
+}
+
+bool same_groups(const Int4Rows& a, const Int4Rows& b, int in) {
+  if (a.groups != b.groups) return false;
+  return a.group_of == b.group_of || std::equal(a.group_of, a.group_of + in, b.group_of);
+}
+
+}  // namespace
+
+Int4Matrix quantize_int4(const float* w, int rows, int in, int group_size) {
+  Int4Matrix m;
+  m.rows = rows;
+  m.in = in;
+  const int g_size = group_size > 0 ? std::min(group_size, in) : in;
+  m.groups = (in + g_size - 1) / g_size;
+  m.q.resize(static_cast<size_t>(rows) * in);
+  m.scale_f16.resize(static_cast<size_t>(rows) * m.groups);
+  m.zero.resize(static_cast<size_t>(rows) * m.groups);
+  m.group_of.resize(in);
+  for (int c = 0; c < in; ++c) m.group_of[c] = c / g_size;
+  for (int r = 0; r < rows; ++r) {
+    const float* row = w + static_cast<size_t>(r) * in;
+    for (int g = 0; g < m.groups; ++g) {
+      const int c0 = g * g_size, c1 = std::min(in, c0 + g_size);
+      // Zero is kept exactly representable (as GPTQ's quantizer does).
+      float lo = 0.0f, hi = 0.0f;
+      for (int c = c0; c < c1; ++c) {
+        lo = std::min(lo, row[c]);
+        hi = std::max(hi, row[c]);
+      }
+      const uint16_t s16 = f32_to_f16((hi - lo) / 15.0f);
+      const float s = f16_to_f32(s16);
+      const size_t sg = static_cast<size_t>(r) * m.groups + g;
+      m.scale_f16[sg] = s16;
+      if (!(s > 0.0f)) {
+        m.zero[sg] = 0;
+        for (int c = c0; c < c1; ++c) m.q[static_cast<size_t>(r) * in + c] = 0;
+        continue;
+      }
+      const float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 15.0f);
+      m.zero[sg] = static_cast<uint8_t>(z);
+      for (int c = c0; c < c1; ++c) {
+        const float q = std::clamp(std::nearbyint(row[c] / s) + z, 0.0f, 15.0f);
+        m.q[static_cast<size_t>(r) * in + c] = static_cast<uint8_t>(q);
+      }
+    }
+  }
+  return m;
+}
+
+void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
+  const Int4Rows* first = blocks.front().int4;
+  const int in = w.in;
+  if (first->groups <= 0) throw std::invalid_argument("Linear: int4 block without groups");
+  for (const auto& block : blocks) {
+    if (!block.int4 || !same_groups(*first, *block.int4, in)) {
+      throw std::invalid_argument("Linear: fused int4 blocks must share one input grouping");
+    }
+  }
+  std::vector<int> count(first->groups, 0);
+  for (int c = 0; c < in; ++c) {
+    const int g = first->group_of[c];
+    if (g < 0 || g >= first->groups) throw std::invalid_argument("Linear: int4 group index out of range");
+    ++count[g];
+  }
+  const int most = std::max(1, *std::max_element(count.begin(), count.end()));
+  w.groups = first->groups;
+  w.group_len = (most + 31) / 32 * 32;
+  w.ld = w.groups * w.group_len;
+  // Slot of every input: its group's next free slot, inputs in ascending order.
+  std::vector<int> fill(w.groups, 0), nibble(in);
+  bool identity = true;
+  std::vector<int32_t> slot_input(w.ld, -1);
+  for (int c = 0; c < in; ++c) {
+    const int g = first->group_of[c];
+    const int slot = g * w.group_len + fill[g]++;
+    identity = identity && slot == c;
+    slot_input[slot] = c;
+    nibble[c] = nibble_of_slot(w, slot);
+  }
+  if (!identity) w.slot_input = std::move(slot_input);
+  w.data.resize(static_cast<size_t>(w.out) * w.ld / 2);
+  w.group_scale.assign(static_cast<size_t>(w.out) * w.groups, 0);
+  w.group_zero.assign(static_cast<size_t>(w.out) * w.groups, 0);
+  int r = 0;
+  for (const auto& block : blocks) {
+    const Int4Rows& src = *block.int4;
+    for (int i = 0; i < block.rows; ++i, ++r) {
+      uint8_t* dst = w.data.as<uint8_t>() + static_cast<size_t>(r) * (w.ld / 2);
+      const uint8_t* q = src.q + static_cast<size_t>(i) * in;
+      for (int c = 0; c < in; ++c) dst[nibble[c] >> 1] |= static_cast<uint8_t>((q[c] & 15) << (4 * (nibble[c] & 1)));
+      std::memcpy(&w.group_scale[static_cast<size_t>(r) * w.groups], src.scale_f16 + static_cast<size_t>(i) * w.groups,
+                  sizeof(uint16_t) * w.groups);
+      std::memcpy(&w.group_zero[static_cast<size_t>(r) * w.groups], src.zero + static_cast<size_t>(i) * w.groups,
+                  w.groups);
+    }
+  }
+}
+
+uint8_t int4_nibble(const PackedWeight& w, const uint8_t* row, int s) {
+  const int n = nibble_of_slot(w, s);
+  return (row[n >> 1] >> (4 * (n & 1))) & 15;
+}
+
+void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
+  const uint8_t* row = w.int4_row(r);
+  for (int g = 0; g < w.groups; ++g) {
+    const size_t sg = static_cast<size_t>(r) * w.groups + g;
+    const float s = f16_to_f32(w.group_scale[sg]);
+    const float z = w.group_zero[sg];
+    const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
+    float* out = dst + static_cast<size_t>(g) * w.group_len;
+    for (int o = 0; o < w.group_len; ++o) {
+      const int n = nibble_in_group(o, w.group_len);
+      out[o] = (static_cast<float>((bytes[n >> 1] >> (4 * (n & 1))) & 15) - z) * s;
+    }
+  }
+  if (!w.slot_input.empty()) {
+    for (int s = 0; s < w.ld; ++s) {
+      if (w.slot_input[s] < 0) dst[s] = 0.0f;
+    }
+  } else {
+    for (int s = w.in; s < w.ld; ++s) dst[s] = 0.0f;
+  }
+}
+
+void int4_gather_x(const PackedWeight& w, const float* x, float* dst) {
+  if (w.slot_input.empty()) {
+    std::memcpy(dst, x, sizeof(float) * w.in);
+    std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
+    return;
+  }
+  for (int s = 0; s < w.ld; ++s) dst[s] = w.slot_input[s] >= 0 ? x[w.slot_input[s]] : 0.0f;
+}
+
+const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+  const size_t elem = w.use_bf16_dot ? 2 : 4;
+  const size_t x_bytes = (static_cast<size_t>(m) * w.ld * elem + 63) / 64 * 64;
+  const size_t sum_bytes = (static_cast<size_t>(m) * w.groups * sizeof(float) + 63) / 64 * 64;
+  buffer.resize(x_bytes + sum_bytes + sizeof(Int4StagedX));
+  unsigned char* base = buffer.as<unsigned char>();
+  float* sums = reinterpret_cast<float*>(base + x_bytes);
+  thread_local std::vector<float> gathered;
+  gathered.resize(w.ld);
+  for (int j = 0; j < m; ++j) {
+    int4_gather_x(w, x + static_cast<size_t>(j) * w.in, gathered.data());
+    if (w.use_bf16_dot) {
+      uint16_t* dst = reinterpret_cast<uint16_t*>(base) + static_cast<size_t>(j) * w.ld;
+      f32_to_bf16(gathered.data(), dst, w.ld);
+      bf16_to_f32(dst, gathered.data(), w.ld);  // the sums must be of the values the kernel multiplies
+    } else {
+      std::memcpy(reinterpret_cast<float*>(base) + static_cast<size_t>(j) * w.ld, gathered.data(),
+                  sizeof(float) * w.ld);
+    }
+    for (int g = 0; g < w.groups; ++g) {
+      // In double: the bf16 kernel subtracts (128 + z) times this sum.
+      double sum = 0.0;
+      const float* v = gathered.data() + static_cast<size_t>(g) * w.group_len;
+      for (int o = 0; o < w.group_len; ++o) sum += v[o];
+      sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
+    }
+  }
+  Int4StagedX* header = reinterpret_cast<Int4StagedX*>(base + x_bytes + sum_bytes);
+  header->x = base;
+  header->group_sums = sums;
+  return header;
+}
+
+}  // namespace xft::engine
