@@ -13,6 +13,7 @@ enum ExitCode : int {
   exit_error = 1,        // bad input or a failed local step
   exit_host_failed = 2,  // some host failed a command or task
   exit_unreachable = 4,  // some host could not be reached
+  exit_usage = 5,        // the command line is wrong (as Ansible's 5)
 };
 
 struct Context {

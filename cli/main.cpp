@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/usage_errors.h"
 
 int main(int argc, char** argv) {
   using namespace xft::cli;
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "xftctl: %s\n", usage_error_line(app, e).c_str());
+    return exit_usage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xftctl: %s\n", e.what());
     return exit_error;
