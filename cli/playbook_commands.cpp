@@ -16,6 +16,8 @@
 #include "cli/reach_options.h"
 #include "inventory/load.h"
 #include "launcher/credentials.h"
+#include "launcher/ssh_keygen.h"
+#include "playbooks/extra_vars.h"
 #include "playbooks/runner.h"
 
 namespace xft::cli {
@@ -89,15 +91,7 @@ int run_and_report(const playbooks::Playbook& book, const std::vector<inventory:
   return reach_exit_code(report.any_unreachable(), report.any_failed());
 }
 
-Expected<nlohmann::json> parse_extra_vars(const std::vector<std::string>& items) {
-  nlohmann::json vars = nlohmann::json::object();
-  for (const auto& item : items) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) return make_error("-e " + item + ": give NAME=VALUE");
-    vars[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return vars;
-}
+using playbooks::parse_extra_vars;  // -e NAME=VALUE, checked there (one line, a variable name)
 
 void run_playbook_command(Context& ctx, const ReachFlags& reach, const PlayFlags& flags) {
   auto fail = [&](const std::string& message) {
@@ -140,10 +134,8 @@ Expected<std::string> control_public_key(bool check) {
     }
     fs::create_directories(launcher::xftctl_config_dir());
     ::chmod(launcher::xftctl_config_dir().c_str(), 0700);
-    std::string command = "ssh-keygen -q -t ed25519 -N '' -C 'xftctl@" + this_hostname() + "' -f '" + key +
-                          "' </dev/null >/dev/null 2>&1";
-    if (std::system(command.c_str()) != 0 || !fs::exists(key + ".pub"))
-      return make_error("cannot create the control key " + key + " with ssh-keygen (is openssh-client installed?)");
+    auto made = launcher::generate_ed25519_key_pair(key, "xftctl@" + this_hostname());
+    if (!made) return make_error("cannot create the control key " + key + ": " + made.error().message);
     std::fprintf(stderr, "xftctl: control node: created %s\n", key.c_str());
   }
   std::ifstream in(key + ".pub");
