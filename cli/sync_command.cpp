@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/reach_options.h"
+#include "inventory/grammar.h"
 #include "launcher/fanout.h"
 #include "playbooks/sync.h"
 
@@ -149,7 +150,10 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   auto plan = playbooks::SyncPlan::scan(flags.dir);
   if (!plan) return fail(plan.error().message);
   std::string dest = flags.dest.empty() ? default_dest(flags.dir) : flags.dest;
-  if (dest.empty() || dest[0] != '/') return fail("--dest " + dest + ": give an absolute path on the hosts");
+  if (dest.empty() || dest[0] != '/')
+    return fail("--dest " + inventory::printable(dest) + ": give an absolute path on the hosts");
+  // Also the default: DIR's absolute path reaches the hosts just the same.
+  if (auto problem = inventory::check_absolute_path(dest)) return fail("--dest: " + *problem);
   while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
 
   auto started = Clock::now();

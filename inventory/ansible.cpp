@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "inventory/checks.h"
+#include "inventory/grammar.h"
 #include "inventory/load.h"
 #include "inventory/yaml_errors.h"
 
@@ -237,27 +239,33 @@ class Importer {
     return result;
   }
 
+  // The value when it passes `check`; otherwise an error at the variable.
+  std::optional<std::string> checked(const std::string& key, const Variable& variable, const std::string& value,
+                                     Problem (*check)(std::string_view)) {
+    if (auto problem = check(value)) {
+      errors_.add(variable.line, variable.column, key, *problem);
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  // Imported values obey the YAML inventory's grammar (inventory/grammar.h).
   void apply_variable(const std::string& key, const Variable& variable, Host& host) {
     const std::string& value = variable.value;
     if (key == "ansible_host" || key == "ansible_ssh_host") {
-      if (!is_valid_address(value))
-        errors_.add(variable.line, variable.column, key,
-                    "`" + value + "` is not an IPv4/IPv6 address or a valid DNS host name");
+      // Kept even when refused, so the host is not also reported as having no address.
+      checked(key, variable, value, check_address);
       host.address = value;
     } else if (key == "ansible_user" || key == "ansible_ssh_user") {
-      host.user = value;
+      if (auto user = checked(key, variable, value, check_user_name)) host.user = *user;
     } else if (key == "ansible_port" || key == "ansible_ssh_port") {
-      bool digits = !value.empty() && value.size() <= 5 && value.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || std::stoi(value) < 1 || std::stoi(value) > 65535)
-        errors_.add(variable.line, variable.column, key, "`" + value + "` is not a port in 1..65535");
-      else
-        host.port = std::stoi(value);
+      if (auto port = checked(key, variable, value, check_port)) host.port = std::stoi(*port);
     } else if (key == "ansible_ssh_private_key_file" || key == "ansible_private_key_file") {
-      host.credentials.key = expand_home(value);
+      if (auto path = checked(key, variable, expand_home(value), check_key_path)) host.credentials.key = *path;
     } else if (!ansible_only_variables.count(key)) {
-      std::string warning = path_ + ":" + std::to_string(variable.line + 1) + ":" +
-                            std::to_string(variable.column + 1) + ": " + key +
-                            ": ignored (no inventory field corresponds to it)";
+      std::string warning = one_line(path_ + ":" + std::to_string(variable.line + 1) + ":" +
+                                     std::to_string(variable.column + 1) + ": " + key +
+                                     ": ignored (no inventory field corresponds to it)");
       if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
     }
   }

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "inventory/checks.h"
+#include "inventory/grammar.h"
 #include "inventory/load.h"
 #include "inventory/yaml_errors.h"
 
@@ -32,7 +33,7 @@ std::string join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
 }
 
-std::string ticked(const std::string& text) { return "`" + text + "`"; }
+std::string ticked(const std::string& text) { return quoted_value(text); }
 
 std::string list_words(const std::vector<std::string>& words) {
   std::string out;
@@ -192,18 +193,21 @@ class Parser {
     return node.Scalar();
   }
 
-  std::optional<int> read_port(const YAML::Node& node, const std::string& field) {
+  // A string that must also pass one of the grammar checks.
+  std::optional<std::string> read_checked(const YAML::Node& node, const std::string& field,
+                                          Problem (*check)(std::string_view)) {
     auto text = read_string(node, field);
     if (!text) return std::nullopt;
-    bool digits = text->find_first_not_of("0123456789") == std::string::npos;
-    if (!digits) {
-      error(node, field, ticked(*text) + " is not a port number (use 1..65535, usually 22)");
+    if (auto problem = check(*text)) {
+      error(node, field, *problem);
       return std::nullopt;
     }
-    if (text->size() > 5 || std::stoi(*text) < 1 || std::stoi(*text) > 65535) {
-      error(node, field, *text + " is out of range (use 1..65535, usually 22)");
-      return std::nullopt;
-    }
+    return text;
+  }
+
+  std::optional<int> read_port(const YAML::Node& node, const std::string& field) {
+    auto text = read_checked(node, field, check_port);
+    if (!text) return std::nullopt;
     return std::stoi(*text);
   }
 
@@ -239,34 +243,26 @@ class Parser {
   }
 
   std::optional<std::string> read_absolute_path(const YAML::Node& node, const std::string& field) {
-    auto text = read_string(node, field);
-    if (text && (*text)[0] != '/') {
-      error(node, field, ticked(*text) + " is not an absolute path (write it from /, e.g. /mnt)");
-      return std::nullopt;
-    }
-    return text;
+    return read_checked(node, field, check_absolute_path);
   }
 
   std::optional<Credentials> read_credentials(const YAML::Node& map, const std::string& prefix) {
     Credentials credentials;
     int methods = 0;
     if (const YAML::Node node = map["key"]) {
-      if (auto key = read_string(node, join(prefix, "key"))) {
+      const std::string field = join(prefix, "key");
+      if (auto key = read_string(node, field)) {
+        // Checked as it will be used: a $HOME with a quote is as dangerous as a typed one.
         credentials.key = expand_home(*key);
+        if (auto problem = check_key_path(credentials.key)) error(node, field, *problem);
         ++methods;
       }
     }
     if (const YAML::Node node = map["password_env"]) {
       const std::string field = join(prefix, "password_env");
-      if (auto name = read_string(node, field)) {
-        if (!is_env_var_name(*name)) {
-          error(node, field, ticked(*name) +
-                                 " is not an environment variable name (use letters, digits and _, e.g. "
-                                 "XFT_SSH_PASSWORD)");
-        } else {
-          credentials.password_env = *name;
-          ++methods;
-        }
+      if (auto name = read_checked(node, field, check_env_var_name)) {
+        credentials.password_env = *name;
+        ++methods;
       }
     }
     if (const YAML::Node node = map["password_prompt"]) {
@@ -287,14 +283,16 @@ class Parser {
   void read_fabric(const YAML::Node& node, const std::string& field, Settings& settings) {
     if (!expect_map(node, field, "{provider: \"tcp;ofi_rxm\", iface: eth0}")) return;
     check_keys(node, field, fabric_keys, {});
-    if (const YAML::Node provider = node["provider"]) settings.provider = read_string(provider, join(field, "provider"));
-    if (const YAML::Node iface = node["iface"]) settings.iface = read_string(iface, join(field, "iface"));
+    if (const YAML::Node provider = node["provider"])
+      settings.provider = read_checked(provider, join(field, "provider"), check_provider);
+    if (const YAML::Node iface = node["iface"])
+      settings.iface = read_checked(iface, join(field, "iface"), check_interface_name);
   }
 
   Settings read_settings(const YAML::Node& map, const std::string& prefix, bool is_defaults) {
     if (is_defaults) check_keys(map, prefix, setting_keys, host_only_keys);
     Settings settings;
-    if (const YAML::Node node = map["user"]) settings.user = read_string(node, join(prefix, "user"));
+    if (const YAML::Node node = map["user"]) settings.user = read_checked(node, join(prefix, "user"), check_user_name);
     if (const YAML::Node node = map["port"]) settings.port = read_port(node, join(prefix, "port"));
     if (const YAML::Node node = map["ranks"]) settings.ranks = read_ranks(node, join(prefix, "ranks"));
     if (const YAML::Node node = map["shared"]) settings.shared = read_absolute_path(node, join(prefix, "shared"));
@@ -323,8 +321,8 @@ class Parser {
     if (!text) return {};
     auto names = expand(node, field, *text);
     for (const auto& name : names) {
-      if (!is_inventory_name(name)) {
-        error(node, field, ticked(name) + " is not a valid host name (use letters, digits, '.', '-', '_')");
+      if (auto problem = check_host_name(name)) {
+        error(node, field, *problem);
         return {};
       }
     }
@@ -361,8 +359,8 @@ class Parser {
       if (addresses.empty()) return {};
     }
     for (const auto& address : addresses) {
-      if (!is_valid_address(address)) {
-        error(node, field, ticked(address) + " is not an IPv4/IPv6 address or a valid DNS host name");
+      if (auto problem = check_address(address)) {
+        error(node, field, *problem);
         return {};
       }
     }
@@ -497,26 +495,27 @@ class Parser {
       for (const auto& group : host.groups) inventory_.groups[group].push_back(host.name);
   }
 
+  // export and options are checked even when the server is wrong, so one
+  // run shows every problem of the section.
   void read_nfs(const YAML::Node& node) {
     if (!expect_map(node, "nfs", "{server: head, export: /mnt}")) return;
     check_keys(node, "nfs", nfs_keys, {});
     Nfs nfs;
-    const YAML::Node server = node["server"];
-    if (!server) {
-      error(node, "nfs.server", "missing (name the inventory host that exports the shared path)");
-      return;
-    }
-    auto server_name = read_string(server, "nfs.server");
-    if (!server_name) return;
-    const Host* host = find_by_name(*server_name);
-    if (!host) {
-      error(server, "nfs.server", ticked(*server_name) + " is not a host of this inventory (use a name from hosts:)");
-      return;
-    }
-    nfs.server = host->name;
+    bool valid = true;
+    std::optional<std::string> export_path;
     if (const YAML::Node path = node["export"]) {
-      auto export_path = read_absolute_path(path, "nfs.export");
-      if (!export_path) return;
+      export_path = read_absolute_path(path, "nfs.export");
+      valid = valid && export_path;
+    }
+    if (const YAML::Node options = node["options"]) {
+      auto text = read_checked(options, "nfs.options", check_nfs_options);
+      if (text) nfs.options = *text;
+      valid = valid && text;
+    }
+    const Host* host = read_nfs_server(node);
+    if (!host || !valid) return;
+    nfs.server = host->name;
+    if (export_path) {
       nfs.export_path = *export_path;
     } else if (!host->shared.empty()) {
       nfs.export_path = host->shared;
@@ -524,12 +523,21 @@ class Parser {
       error(node, "nfs.export", "missing and " + host->name + " has no shared path (set nfs.export or shared)");
       return;
     }
-    if (const YAML::Node options = node["options"]) {
-      auto text = read_string(options, "nfs.options");
-      if (!text) return;
-      nfs.options = *text;
-    }
     inventory_.nfs = nfs;
+  }
+
+  const Host* read_nfs_server(const YAML::Node& node) {
+    const YAML::Node server = node["server"];
+    if (!server) {
+      error(node, "nfs.server", "missing (name the inventory host that exports the shared path)");
+      return nullptr;
+    }
+    auto server_name = read_string(server, "nfs.server");
+    if (!server_name) return nullptr;
+    const Host* host = find_by_name(*server_name);
+    if (!host)
+      error(server, "nfs.server", ticked(*server_name) + " is not a host of this inventory (use a name from hosts:)");
+    return host;
   }
 
   std::string path_;

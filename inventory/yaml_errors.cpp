@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "inventory/grammar.h"
+
 namespace xft::inventory {
 
 void ErrorList::add(int line, int column, const std::string& field, const std::string& what) {
@@ -10,7 +12,9 @@ void ErrorList::add(int line, int column, const std::string& field, const std::s
   column = std::max(column, 0);
   std::string text = path_ + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": ";
   if (!field.empty()) text += field + ": ";
-  entries_.push_back({line, column, text + what});
+  // Values are shown escaped where they are quoted; this keeps anything else
+  // taken from the file (a key, a range) from splitting a problem over lines.
+  entries_.push_back({line, column, one_line(text + what)});
 }
 
 Error ErrorList::to_error() const {

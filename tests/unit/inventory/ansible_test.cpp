@@ -113,7 +113,7 @@ TEST(ImportAnsible, RefusesPasswordOnAHostLine) {
 
 TEST(ImportAnsible, Errors) {
   EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_port=99999\n"),
-            "hosts:2:7: ansible_port: `99999` is not a port in 1..65535");
+            "hosts:2:7: ansible_port: 99999 is out of range (use 1..65535, usually 22)");
   EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_host=10.0.0.300\n"),
             "hosts:2:7: ansible_host: `10.0.0.300` is not an IPv4/IPv6 address or a valid DNS host name");
   EXPECT_EQ(import_error("[all_hosts]\nnode_1\n"),
@@ -128,6 +128,41 @@ TEST(ImportAnsible, Errors) {
   EXPECT_EQ(import_error("# nothing\n"), "hosts:1:1: hosts: the file lists no hosts (add them under [all_hosts])");
   EXPECT_EQ(import_error("[a]\nnode[4:1] ansible_host=10.0.0.1\n"),
             "hosts:2:1: host: bad range `node[4-1]`: 4 > 1 (write the lower bound first: 1-4)");
+}
+
+// Imported values obey the YAML inventory's grammar, at the variable's position.
+TEST(ImportAnsible, ValuesFollowTheGrammar) {
+  EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_host=10.0.0.1 ansible_user=\"root -o ProxyCommand=x\"\n"),
+            "hosts:2:29: ansible_user: `root -o ProxyCommand=x` is not a valid user name (POSIX portable names: "
+            "letters, digits, '.', '_', '-', not starting with '-'; at most 32 characters)");
+  EXPECT_EQ(import_error("[all_hosts:vars]\nansible_ssh_user=ro;ot\n[all_hosts]\n10.0.0.1\n"),
+            "hosts:2:1: ansible_ssh_user: `ro;ot` is not a valid user name (POSIX portable names: letters, digits, "
+            "'.', '_', '-', not starting with '-'; at most 32 characters)");
+  EXPECT_EQ(import_error("[all_hosts]\nnode1 ansible_host=10.0.0.1 ansible_port=\"22 -oX\"\n"),
+            "hosts:2:29: ansible_port: `22 -oX` is not a port number (use 1..65535, usually 22)");
+  EXPECT_EQ(import_error("[all_hosts]\n10.0.0.1 ansible_ssh_private_key_file=\"/k'; touch /tmp/x; echo '\"\n"),
+            "hosts:2:10: ansible_ssh_private_key_file: `/k'; touch /tmp/x; echo '` contains a single quote (quotes, "
+            "backticks and backslashes are not allowed in paths; rename it, or link it from a path without them)");
+  EXPECT_EQ(import_error("[all_hosts]\n10.0.0.1 ansible_private_key_file=/k/../../etc/shadow\n"),
+            "hosts:2:10: ansible_private_key_file: `/k/../../etc/shadow` has a .. component (write the path "
+            "without it, e.g. /etc/shadow)");
+  EXPECT_EQ(import_error("[all_hosts]\nnode_1 ansible_host=10.0.0.1;touch\n"),
+            "hosts:2:8: ansible_host: `10.0.0.1;touch` is not an IPv4/IPv6 address or a valid DNS host name");
+  EXPECT_EQ(import_error("[all_hosts]\n10.0.0.1 ansible_port=0\n"),
+            "hosts:2:10: ansible_port: 0 is out of range (use 1..65535, usually 22)");
+}
+
+TEST(ImportAnsible, WarningsStayOnOneLine) {
+  auto imported = import_ansible("[all_hosts]\n10.0.0.1 x\x1b[2J=1\n", "hosts");
+  ASSERT_TRUE(imported) << imported.error().message;
+  EXPECT_EQ(imported->warnings,
+            (std::vector<std::string>{"hosts:2:10: x\\x1b[2J: ignored (no inventory field corresponds to it)"}));
+}
+
+TEST(ImportAnsible, KeyPathWithSpacesIsKept) {
+  auto imported = import_ansible("[all_hosts]\n10.0.0.1 ansible_ssh_private_key_file=\"/tmp/key dir/id\"\n", "hosts");
+  ASSERT_TRUE(imported) << imported.error().message;
+  EXPECT_EQ(imported->inventory.hosts[0].credentials.key, "/tmp/key dir/id");
 }
 
 TEST(ImportAnsible, QuotedValuesAndAnsibleRanges) {

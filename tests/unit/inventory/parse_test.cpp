@@ -257,7 +257,8 @@ TEST(ParseInventoryErrors, BadAddressesAndNames) {
             "inv.yaml:1:16: hosts[0].name: `node_1` is not an IP address or DNS name, so it cannot be used "
             "without address: (add address: with the host's IP)");
   EXPECT_EQ(errors_of("hosts: [{name: \"a b\", address: 10.0.0.1}]\n"),
-            "inv.yaml:1:16: hosts[0].name: `a b` is not a valid host name (use letters, digits, '.', '-', '_')");
+            "inv.yaml:1:16: hosts[0].name: `a b` is not a valid host name (use letters, digits, '.', '-', '_', "
+            "not starting with '-')");
   EXPECT_EQ(errors_of("hosts: [{address: 10.0.0.1}]\n"),
             "inv.yaml:1:9: hosts[0]: missing name (every host entry needs name:, e.g. name: node[01-04])");
 }
@@ -292,6 +293,77 @@ TEST(ParseInventoryErrors, SharedMustBeAbsolute) {
             "inv.yaml:1:20: defaults.shared: `mnt` is not an absolute path (write it from /, e.g. /mnt)");
 }
 
+// The grammar of inventory/grammar.h applied where each field is read; one
+// error line per problem, with the value escaped.
+TEST(ParseInventoryErrors, ValuesFollowTheGrammar) {
+  EXPECT_EQ(errors_of("defaults:\n  user: \"root -o ProxyCommand=touch${IFS}/tmp/x\"\nhosts: [{name: a}]\n"),
+            "inv.yaml:2:9: defaults.user: `root -o ProxyCommand=touch${IFS}/tmp/x` is not a valid user name (POSIX "
+            "portable names: letters, digits, '.', '_', '-', not starting with '-'; at most 32 characters)");
+  EXPECT_EQ(errors_of("defaults: {shared: \"/mnt/x'; touch /tmp/PWNED; echo '\"}\nhosts: [{name: a}]\n"),
+            "inv.yaml:1:20: defaults.shared: `/mnt/x'; touch /tmp/PWNED; echo '` contains a single quote (quotes, "
+            "backticks and backslashes are not allowed in paths; rename it, or link it from a path without them)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, fabric: {iface: \"eth0\\n\"}}]\n"),
+            "inv.yaml:1:35: hosts[0].fabric.iface: `eth0\\n` is not a valid interface name: the control character "
+            "\\n is not allowed (use the name `ip link` shows, e.g. eth0 or ib0)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, fabric: {provider: \"tcp;;ofi_rxm\"}}]\n"),
+            "inv.yaml:1:38: hosts[0].fabric.provider: `tcp;;ofi_rxm` is not a valid libfabric provider list: an "
+            "empty name (names of letters, digits and _, layered with ';', listed with ',', '^' before an item "
+            "excludes it; e.g. tcp;ofi_rxm or ^psm3,verbs;ofi_rxm)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, key: \"/k/\\x1b[2J\"}]\n"),
+            "inv.yaml:1:24: hosts[0].key: `/k/\\x1b[2J` contains the control character \\x1b (a path must be "
+            "printable ASCII on one line; rename it, or link it from such a path)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, shared: /mnt}]\nnfs: {server: a, options: \"rw) *(rw\"}\n"),
+            "inv.yaml:2:27: nfs.options: `rw) *(rw` is not a valid NFS option list: ')' is not allowed "
+            "(comma-separated name or name=value without spaces, e.g. rw,sync,no_subtree_check,anonuid=65534)");
+  EXPECT_EQ(errors_of("hosts: [{name: a}]\nnfs: {server: a, export: /srv/../etc}\n"),
+            "inv.yaml:2:26: nfs.export: `/srv/../etc` has a .. component (write the path without it, e.g. /etc)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, port: \"22 -o X\"}]\n"),
+            "inv.yaml:1:25: hosts[0].port: `22 -o X` is not a port number (use 1..65535, usually 22)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, address: \"10.0.0.1;touch\"}]\n"),
+            "inv.yaml:1:28: hosts[0].address: `10.0.0.1;touch` is not an IPv4/IPv6 address or a valid DNS host "
+            "name");
+}
+
+TEST(ParseInventoryErrors, EveryProblemStaysOnOneLine) {
+  // A key, a range and a group name from the file are shown escaped too.
+  EXPECT_EQ(errors_of("hosts: [{name: a, \"co\\nlour\": x}]\n"),
+            "inv.yaml:1:19: hosts[0].co\\nlour: unknown key (allowed here: user, port, key, password_env, "
+            "password_prompt, ranks, fabric, shared, name, address, groups)");
+  EXPECT_EQ(errors_of("hosts: [{name: \"n[1-\\n]\"}]\n"),
+            "inv.yaml:1:16: hosts[0].name: bad range `n[1-\\n]`: `1-\\n` is not a number or a range like 01-04");
+  EXPECT_EQ(errors_of("hosts: [{name: a, groups: [\"g\\r\"]}]\n"),
+            "inv.yaml:1:28: hosts[0].groups: `g\\r` is not a valid group name (use letters, digits, '.', '-', '_')");
+}
+
+TEST(ParseInventory, ValuesTheGrammarAccepts) {
+  auto inventory = parse_ok(
+      "defaults:\n"
+      "  user: svc.xft-1\n"
+      "  key: \"/tmp/key dir/id_ed25519\"\n"
+      "  shared: \"/mnt/a b;c$(d)&e|f<g>h\"\n"
+      "  fabric: {provider: \"^psm3,verbs;ofi_rxm\", iface: enp1s0f0np0}\n"
+      "hosts: [{name: a, address: 10.0.0.1}]\n"
+      "nfs: {server: a, options: \"rw,sync,no_subtree_check,anonuid=65534,sec=sys:krb5\"}\n");
+  ASSERT_EQ(inventory.hosts.size(), 1u);
+  const Host& host = inventory.hosts[0];
+  EXPECT_EQ(host.user, "svc.xft-1");
+  EXPECT_EQ(host.credentials.key, "/tmp/key dir/id_ed25519");
+  EXPECT_EQ(host.shared, "/mnt/a b;c$(d)&e|f<g>h");
+  EXPECT_EQ(host.fabric.provider, "^psm3,verbs;ofi_rxm");
+  EXPECT_EQ(host.fabric.iface, "enp1s0f0np0");
+  EXPECT_EQ(inventory.nfs->export_path, "/mnt/a b;c$(d)&e|f<g>h");
+  EXPECT_EQ(inventory.nfs->options, "rw,sync,no_subtree_check,anonuid=65534,sec=sys:krb5");
+}
+
+TEST(ParseInventoryErrors, KeyIsCheckedAfterHomeExpansion) {
+  std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  ::setenv("HOME", "/home/o'brien", 1);
+  EXPECT_EQ(errors_of("hosts: [{name: a, key: ~/.ssh/id}]\n"),
+            "inv.yaml:1:24: hosts[0].key: `/home/o'brien/.ssh/id` contains a single quote (quotes, backticks and "
+            "backslashes are not allowed in paths; rename it, or link it from a path without them)");
+  ::setenv("HOME", home.c_str(), 1);
+}
+
 TEST(ParseInventoryErrors, DuplicateKey) {
   EXPECT_EQ(errors_of("hosts:\n  - name: a\n    user: x\n    user: y\n"),
             "inv.yaml:4:5: hosts[0].user: duplicate key (keep only one)");
@@ -316,6 +388,11 @@ TEST(ParseInventoryErrors, Nfs) {
             "inv.yaml:2:6: nfs.export: missing and a has no shared path (set nfs.export or shared)");
   EXPECT_EQ(errors_of("hosts: [{name: a}]\nnfs: {export: /x}\n"),
             "inv.yaml:2:6: nfs.server: missing (name the inventory host that exports the shared path)");
+  EXPECT_EQ(errors_of("hosts: [{name: a}]\nnfs: {server: b, export: x, options: \"rw sync\"}\n"),
+            "inv.yaml:2:15: nfs.server: `b` is not a host of this inventory (use a name from hosts:)\n"
+            "inv.yaml:2:26: nfs.export: `x` is not an absolute path (write it from /, e.g. /mnt)\n"
+            "inv.yaml:2:38: nfs.options: `rw sync` is not a valid NFS option list: a space is not allowed "
+            "(comma-separated name or name=value without spaces, e.g. rw,sync,no_subtree_check,anonuid=65534)");
 }
 
 TEST(ParseInventoryErrors, YamlSyntax) {

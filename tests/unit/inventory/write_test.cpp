@@ -86,9 +86,10 @@ TEST(ToYaml, QuotesWhatYamlWouldMisread) {
   host.name = "a";
   host.address = "10.0.0.1";
   host.user = "null";
-  host.shared = "/data with space/x\"y";
+  host.shared = "/data with space/#x: {y}";
   inventory.hosts.push_back(host);
   EXPECT_EQ(to_yaml(inventory),
-            "defaults:\n  user: \"null\"\n  shared: \"/data with space/x\\\"y\"\nhosts:\n  - name: a\n    address: 10.0.0.1\n");
+            "defaults:\n  user: \"null\"\n  shared: \"/data with space/#x: {y}\"\n"
+            "hosts:\n  - name: a\n    address: 10.0.0.1\n");
   expect_round_trip(inventory);
 }
