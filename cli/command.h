@@ -34,5 +34,6 @@ void add_run_commands(CLI::App& app, Context& ctx);
 void add_sync_commands(CLI::App& app, Context& ctx);
 void add_playbook_commands(CLI::App& app, Context& ctx);
 void add_check_commands(CLI::App& app, Context& ctx);
+void add_completion_commands(CLI::App& app, Context& ctx);
 
 }  // namespace xft::cli

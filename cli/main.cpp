@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add_sync_commands(app, ctx);
   add_playbook_commands(app, ctx);
   add_check_commands(app, ctx);
+  add_completion_commands(app, ctx);
 
   try {
     app.parse(argc, argv);
