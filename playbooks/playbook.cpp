@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "inventory/yaml_errors.h"
+#include "playbooks/render.h"
 
 namespace xft::playbooks {
 namespace {
@@ -15,27 +16,45 @@ namespace {
 using inventory::ErrorList;
 using Json = nlohmann::json;
 
+// A field of a task kind and how mustache values are escaped in it (render.h).
+// The escape has no default: every field says where its text goes.
+struct Field {
+  Field(const char* name, Escape escape) : name(name), escape(escape) {}
+  std::string name;
+  Escape escape;
+};
+
 struct KindSpec {
   TaskKind kind;
   const char* name;
-  std::vector<std::string> required;
-  std::vector<std::string> optional;
-  const char* shorthand;  // the field a plain string value fills ("" = none)
+  std::vector<Field> required;
+  std::vector<Field> optional;
+  const char* shorthand;  // the field a plain string (or list, when it takes one) fills ("" = none)
 };
 
+constexpr auto shell = Escape::shell, config = Escape::config, line = Escape::line, raw = Escape::raw;
+
+// cmd is a shell command string (shell) or, for command, an argv list whose
+// words are quoted one by one; stdin and copy content are data, passed as
+// given; everything else ends up in a path or a file line.
 const std::vector<KindSpec>& kind_specs() {
   static const std::vector<KindSpec> specs = {
-      {TaskKind::command, "command", {"cmd"}, {"creates", "removes", "chdir", "stdin", "timeout"}, "cmd"},
-      {TaskKind::shell, "shell", {"cmd"}, {"creates", "removes", "chdir", "stdin", "timeout"}, "cmd"},
-      {TaskKind::package, "package", {"name"}, {"state"}, "name"},
-      {TaskKind::file, "file", {"path"}, {"state", "mode"}, "path"},
-      {TaskKind::copy, "copy", {"dest"}, {"content", "src", "mode"}, ""},
-      {TaskKind::template_file, "template", {"src", "dest"}, {"mode"}, ""},
-      {TaskKind::block, "block", {"path", "marker"}, {"block", "template", "mode", "create"}, ""},
-      {TaskKind::authorized_key, "authorized_key", {"key"}, {"user", "path", "exclusive"}, "key"},
-      {TaskKind::known_hosts, "known_hosts", {"lines"}, {"user", "path"}, "lines"},
-      {TaskKind::mount, "mount", {"path", "src", "fstype"}, {"opts", "state", "fstab"}, ""},
-      {TaskKind::sync, "sync", {"src"}, {"dest", "delete"}, "src"},
+      {TaskKind::command, "command", {{"cmd", shell}},
+       {{"creates", line}, {"removes", line}, {"chdir", line}, {"stdin", raw}, {"timeout", line}}, "cmd"},
+      {TaskKind::shell, "shell", {{"cmd", shell}},
+       {{"creates", line}, {"removes", line}, {"chdir", line}, {"stdin", raw}, {"timeout", line}}, "cmd"},
+      {TaskKind::package, "package", {{"name", line}}, {{"state", line}}, "name"},
+      {TaskKind::file, "file", {{"path", line}}, {{"state", line}, {"mode", line}}, "path"},
+      {TaskKind::copy, "copy", {{"dest", line}}, {{"content", raw}, {"src", line}, {"mode", line}}, ""},
+      {TaskKind::template_file, "template", {{"src", line}, {"dest", line}}, {{"mode", line}}, ""},
+      {TaskKind::block, "block", {{"path", line}, {"marker", line}},
+       {{"block", config}, {"template", line}, {"mode", line}, {"create", line}}, ""},
+      {TaskKind::authorized_key, "authorized_key", {{"key", line}}, {{"user", line}, {"path", line}, {"exclusive", line}},
+       "key"},
+      {TaskKind::known_hosts, "known_hosts", {{"lines", line}}, {{"user", line}, {"path", line}}, "lines"},
+      {TaskKind::mount, "mount", {{"path", line}, {"src", line}, {"fstype", line}},
+       {{"opts", line}, {"state", line}, {"fstab", line}}, ""},
+      {TaskKind::sync, "sync", {{"src", line}}, {{"dest", line}, {"delete", line}}, "src"},
   };
   return specs;
 }
@@ -222,31 +241,63 @@ class Loader {
 
   Json read_args(const KindSpec& spec, const YAML::Node& value, const std::string& field) {
     Json args = Json::object();
-    if (value.IsScalar() || (value.IsSequence() && spec.shorthand == std::string("name"))) {
+    bool takes_list = spec.kind == TaskKind::package || spec.kind == TaskKind::command;
+    if (value.IsScalar() || (value.IsSequence() && takes_list)) {
       if (!*spec.shorthand) {
-        error(value, field, "expected a mapping with " + join(spec.required));
+        error(value, field, "expected a mapping with " + join(names(spec.required)));
         return args;
       }
       args[spec.shorthand] = to_json(value);
+      check_field(spec, spec.shorthand, value, field);
     } else if (value.IsMap()) {
-      std::vector<std::string> known = spec.required;
-      known.insert(known.end(), spec.optional.begin(), spec.optional.end());
+      std::vector<std::string> known = names(spec.required);
+      for (const auto& name : names(spec.optional)) known.push_back(name);
       for (const auto& item : value) {
         auto key = item.first.as<std::string>();
-        if (std::find(known.begin(), known.end(), key) == known.end()) unknown_key(item.first, field + ".", known);
-        else args[key] = to_json(item.second);
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+          unknown_key(item.first, field + ".", known);
+          continue;
+        }
+        args[key] = to_json(item.second);
+        check_field(spec, key, item.second, field + "." + key);
       }
     } else {
-      error(value, field, "expected a string or a mapping");
+      std::string hint = spec.kind == TaskKind::shell && value.IsSequence() ? " (for a list of words use command:)" : "";
+      error(value, field, std::string("expected a string") + (takes_list ? ", a list" : "") + " or a mapping" + hint);
       return args;
     }
     for (const auto& required : spec.required)
-      if (!args.contains(required)) error(value, field + "." + required, "missing (add it)");
+      if (!args.contains(required.name)) error(value, field + "." + required.name, "missing (add it)");
     if (spec.kind == TaskKind::copy && args.contains("content") == args.contains("src"))
       error(value, field, "give exactly one of content and src");
-  if (spec.kind == TaskKind::block && args.contains("block") == args.contains("template"))
-    error(value, field, "give exactly one of block and template");
+    if (spec.kind == TaskKind::block && args.contains("block") == args.contains("template"))
+      error(value, field, "give exactly one of block and template");
     return args;
+  }
+
+  // A command is one shell string, or (command only) an argv list of words;
+  // a shell string's {{name}} tags must stand where a quoted word means itself.
+  void check_field(const KindSpec& spec, const std::string& key, const YAML::Node& value, const std::string& field) {
+    if (key != "cmd") return;
+    if (value.IsSequence() && spec.kind == TaskKind::command) {
+      for (const auto& word : value)
+        if (!word.IsScalar()) error(word, field, "expected a list of words (strings)");
+      if (value.size() == 0) error(value, field, "expected at least the program to run");
+      return;
+    }
+    if (!value.IsScalar()) {
+      error(value, field, spec.kind == TaskKind::shell ? "expected one command string (for a list of words use command:)"
+                                                        : "expected a command string or a list of words");
+      return;
+    }
+    auto placed = check_placement(value.as<std::string>(), Escape::shell);
+    if (!placed) error(value, field, placed.error().message);
+  }
+
+  static std::vector<std::string> names(const std::vector<Field>& fields) {
+    std::vector<std::string> list;
+    for (const auto& item : fields) list.push_back(item.name);
+    return list;
   }
 
   static std::string join(const std::vector<std::string>& words) {
@@ -265,6 +316,25 @@ const char* kind_name(TaskKind kind) {
   for (const auto& spec : kind_specs())
     if (spec.kind == kind) return spec.name;
   return "?";
+}
+
+Expected<Json> render_task_args(const Task& task, const Json& vars) {
+  const KindSpec* spec = nullptr;
+  for (const auto& item : kind_specs())
+    if (item.kind == task.kind) spec = &item;
+  if (!spec) return make_error("unknown task kind");
+  Json out = Json::object();
+  for (const auto& [key, value] : task.args.items()) {
+    const Field* field = nullptr;
+    for (const auto* list : {&spec->required, &spec->optional})
+      for (const auto& item : *list)
+        if (item.name == key) field = &item;
+    if (!field) return make_error(std::string(spec->name) + "." + key + ": not a field of " + spec->name);
+    auto rendered = render_field(value, vars, field->escape, std::string(spec->name) + "." + key);
+    if (!rendered) return rendered.error();
+    out[key] = std::move(*rendered);
+  }
+  return out;
 }
 
 Expected<Playbook> parse_playbook(const std::string& text, const std::string& path) {

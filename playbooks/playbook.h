@@ -22,7 +22,7 @@ const char* kind_name(TaskKind kind);
 struct Task {
   std::string name;
   TaskKind kind = TaskKind::command;
-  nlohmann::json args;            // the kind's own fields; strings are mustache templates
+  nlohmann::json args;            // the kind's own fields; strings are mustache templates (render_task_args)
   std::string when;               // expression; empty: always
   std::string changed_when;       // expression over the result; empty: the kind decides
   std::string failed_when;        // expression over the result; empty: the kind decides
@@ -48,6 +48,11 @@ struct Playbook {
   int max_fail_percentage = 100;  // stop when more than this share of hosts failed
   std::vector<Task> tasks;
 };
+
+// The task's arguments rendered for one host: each field with the escape its
+// kind declares for it (shell, config, line or raw; render.h), so a command's
+// values are shell-quoted and a path's cannot carry a newline.
+Expected<nlohmann::json> render_task_args(const Task& task, const nlohmann::json& vars);
 
 // Reads and checks a playbook file; all errors of the file in one message, a line each.
 Expected<Playbook> load_playbook(const std::string& path);

@@ -88,7 +88,7 @@ TaskResult settle(const Task& task, TaskResult result, const Json& scope) {
     auto holds = condition(task.failed_when, scope, task, result);
     if (!holds) return (result.msg = "failed_when " + holds.error().message, result.status = TaskStatus::failed, result);
     if (*holds && !task.fail_msg.empty()) {
-      auto msg = render_text(task.fail_msg, scope);
+      auto msg = render_text(task.fail_msg, scope, Escape::raw, "fail_msg");
       result.msg = msg ? *msg : task.fail_msg;
     }
     is_failed = *holds;
@@ -115,7 +115,7 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
     }
     if (!*holds) return skipped("when: " + task.when);
   }
-  auto args = render_args(task.args, scope);
+  auto args = render_task_args(task, scope);
   if (!args) {
     TaskResult result;
     result.status = TaskStatus::failed;

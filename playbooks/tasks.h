@@ -65,7 +65,15 @@ std::string merge_authorized_keys(const std::string& current, const std::string&
 // known_hosts content where each wanted "names type key" line holds: entries of
 // the same key type for any of those names with another key lose those names.
 std::string merge_known_hosts(const std::string& current, const std::string& wanted);
-// fstab content with the line for `mount_point` equal to `line` (appended when absent).
+// fstab content with the line for `mount_point` (as fstab spells it, escapes
+// included) equal to `line` (appended when absent).
 std::string merge_fstab(const std::string& current, const std::string& mount_point, const std::string& line);
+// One fstab(5) field: space, tab, newline and backslash as \040 \011 \012 \134
+// (what getmntent decodes); empty or holding another control character: an
+// error naming `what`.
+Expected<std::string> fstab_field(const std::string& value, const std::string& what);
+// "src path fstype opts 0 0", every field escaped; the path must be absolute.
+Expected<std::string> fstab_line(const std::string& source, const std::string& path, const std::string& fstype,
+                                 const std::string& options);
 
 }  // namespace xft::playbooks

@@ -1,5 +1,5 @@
 // command / shell: runs a command; `creates` / `removes` make it idempotent.
-#include "playbooks/sync.h"
+#include "launcher/mpirun.h"
 #include "playbooks/task_args.h"
 
 namespace xft::playbooks {
@@ -13,17 +13,15 @@ std::string strip_trailing_newlines(std::string text) {
   return text;
 }
 
+// The line the remote login shell parses. A cmd list is an argv whose every
+// word is quoted, so the shell hands each one over unchanged; a cmd string was
+// rendered with its values quoted already.
 std::string command_line(const nlohmann::json& args, bool shell) {
   const auto& cmd = args["cmd"];
-  std::string line;
-  if (cmd.is_array()) {
-    for (const auto& word : arg_list(cmd)) line += (line.empty() ? "" : " ") + shell_quote(word);
-  } else {
-    line = cmd.get<std::string>();
-  }
-  if (shell) line = "sh -c " + shell_quote(line);
+  std::string line = cmd.is_array() ? launcher::shell_join(arg_list(cmd)) : cmd.get<std::string>();
+  if (shell) line = launcher::shell_join({"sh", "-c", line});
   auto dir = arg(args, "chdir");
-  if (!dir.empty()) line = "cd " + shell_quote(dir) + " && " + line;
+  if (!dir.empty()) line = launcher::shell_join({"cd", "--", dir}) + " && " + line;
   return line;
 }
 

@@ -25,6 +25,14 @@ std::string local_path(const std::string& base, const std::string& path) {
   return path.empty() || path[0] == '/' ? path : base + "/" + path;
 }
 
+// templates/NAME rendered with the host's variables, escaped for what the file
+// is by its name: a shell script (*.sh, *.sh.mustache) or a config file.
+Expected<std::string> render_template_file(const TaskEnv& env, const std::string& name) {
+  auto text = read_local(local_path(env.templates_dir, name));
+  if (!text) return text.error();
+  return render_text(*text, env.vars ? *env.vars : nlohmann::json::object(), template_escape(name), "template " + name);
+}
+
 TaskResult run_shell_step(TaskEnv& env, const std::string& command, const std::string& what) {
   auto ran = env.session.run(command);
   if (!ran) return from_error(ran.error());
@@ -99,11 +107,8 @@ TaskResult run_template(const nlohmann::json& args, TaskEnv& env) {
   bool bad_mode = false;
   auto mode = mode_arg(args, bad_mode);
   if (bad_mode) return failed("mode '" + arg(args, "mode") + "' is not an octal mode like 0644");
-  auto source = local_path(env.templates_dir, arg(args, "src"));
-  auto text = read_local(source);
-  if (!text) return failed(text.error().message);
-  auto rendered = render_text(*text, env.vars ? *env.vars : nlohmann::json::object());
-  if (!rendered) return failed(source + ": " + rendered.error().message);
+  auto rendered = render_template_file(env, arg(args, "src"));
+  if (!rendered) return failed(rendered.error().message);
   return file_outcome(ensure_remote_file(env.session, dest, *rendered, mode, env.check), dest, env.check);
 }
 
@@ -118,11 +123,8 @@ TaskResult run_block(const nlohmann::json& args, TaskEnv& env) {
     return failed(path + " does not exist (create it, or set create: true)");
   auto body = arg(args, "block");
   if (args.contains("template")) {
-    auto source = local_path(env.templates_dir, arg(args, "template"));
-    auto text = read_local(source);
-    if (!text) return failed(text.error().message);
-    auto rendered = render_text(*text, env.vars ? *env.vars : nlohmann::json::object());
-    if (!rendered) return failed(source + ": " + rendered.error().message);
+    auto rendered = render_template_file(env, arg(args, "template"));
+    if (!rendered) return failed(rendered.error().message);
     body = *rendered;
   }
   if (!body.empty() && body.back() != '\n') body += '\n';

@@ -1,11 +1,14 @@
 // authorized_key and known_hosts: OpenSSH's key files, edited line by line so
 // that every line the task does not own stays as it was.
+#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include "playbooks/sync.h"
 #include "playbooks/task_args.h"
+#include "playbooks/user_session.h"
 
 namespace xft::playbooks {
 
@@ -70,8 +73,7 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 // Where a user's ~/.ssh is: /root for root, else the passwd entry.
-launcher::Remote<std::string> ssh_dir(const nlohmann::json& args, TaskEnv& env) {
-  auto user = arg(args, "user", "root");
+launcher::Remote<std::string> ssh_dir(const std::string& user, TaskEnv& env) {
   if (user == "root") return std::string("/root/.ssh");
   auto ran = env.session.run("getent passwd " + shell_quote(user) + " | cut -d: -f6");
   if (!ran) return ran.error();
@@ -81,18 +83,17 @@ launcher::Remote<std::string> ssh_dir(const nlohmann::json& args, TaskEnv& env) 
   return home + "/.ssh";
 }
 
-// ~/.ssh exists with mode 0700 (sshd's StrictModes refuses looser ones).
-std::optional<TaskResult> ensure_ssh_dir(const std::string& dir, const nlohmann::json& args, TaskEnv& env,
+// ~/.ssh exists with mode 0700 (sshd's StrictModes refuses looser ones),
+// made by the session's user, who owns it then.
+std::optional<TaskResult> ensure_ssh_dir(const std::string& dir, launcher::RemoteSession& session, bool check,
                                          bool& changed) {
-  auto info = env.session.stat(dir);
+  auto info = session.stat(dir);
   if (!info) return from_error(info.error());
+  if (info->exists && !info->is_directory) return failed(dir + " exists and is not a directory (remove it first)");
   if (info->exists && info->mode == 0700) return std::nullopt;
   changed = true;
-  if (env.check) return std::nullopt;
-  auto user = arg(args, "user", "root");
-  std::string command = "mkdir -p " + shell_quote(dir) + " && chmod 0700 " + shell_quote(dir);
-  if (user != "root") command += " && chown " + shell_quote(user) + ": " + shell_quote(dir);
-  auto ran = env.session.run(command);
+  if (check) return std::nullopt;
+  auto ran = session.run("mkdir -p -- " + shell_quote(dir) + " && chmod 0700 -- " + shell_quote(dir));
   if (!ran) return from_error(ran.error());
   if (ran->exit_status != 0) return failed(dir + ": " + ran->err.substr(0, ran->err.find('\n')));
   return std::nullopt;
@@ -100,19 +101,22 @@ std::optional<TaskResult> ensure_ssh_dir(const std::string& dir, const nlohmann:
 
 TaskResult ensure_key_file(const nlohmann::json& args, TaskEnv& env, const char* file_name, mode_t mode,
                            const std::function<std::string(const std::string&)>& merge) {
-  auto dir = ssh_dir(args, env);
+  auto user = arg(args, "user", "root");
+  auto dir = ssh_dir(user, env);
   if (!dir) return from_error(dir.error());
+  // Another user's files are edited with that user's rights, never root's
+  // (user_session.h); the login user's and root's own with the session's.
+  std::optional<UserSession> as_user;
+  bool foreign = user != "root" && user != env.session.host().user;
+  launcher::RemoteSession& session = foreign ? as_user.emplace(env.session, user) : env.session;
   auto path = arg(args, "path", *dir + "/" + file_name);
   bool dir_changed = false;
-  if (auto problem = ensure_ssh_dir(*dir, args, env, dir_changed)) return *problem;
-  auto current = read_remote_file(env.session, path);
+  if (auto problem = ensure_ssh_dir(*dir, session, env.check, dir_changed)) return *problem;
+  auto current = read_remote_file(session, path);
   if (!current) return from_error(current.error());
   auto wanted = merge(current->content);
-  auto change = ensure_remote_file(env.session, path, wanted, mode, env.check, mode);
+  auto change = ensure_remote_file(session, path, wanted, mode, env.check, mode);
   if (!change) return from_error(change.error());
-  auto user = arg(args, "user", "root");
-  if (change->changed && !env.check && user != "root" && !current->exists)
-    env.session.run("chown " + shell_quote(user) + ": " + shell_quote(path));
   if (!change->changed && !dir_changed) return outcome(false, path);
   std::string what = change->changed ? change->what : "";
   if (dir_changed) what = *dir + " 0700" + (what.empty() ? "" : ", " + what);

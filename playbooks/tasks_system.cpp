@@ -1,7 +1,10 @@
 // package and mount: the host's package manager and its mount table.
+#include <cctype>
 #include <set>
 #include <sstream>
 
+#include "launcher/mpirun.h"
+#include "playbooks/render.h"
 #include "playbooks/sync.h"
 #include "playbooks/task_args.h"
 
@@ -120,6 +123,57 @@ std::string merge_fstab(const std::string& current, const std::string& mount_poi
   return out;
 }
 
+Expected<std::string> fstab_field(const std::string& value, const std::string& what) {
+  if (value.empty()) return make_error(what + " is empty (an fstab field cannot be)");
+  std::string out;
+  for (char c : value) {
+    switch (c) {
+      case ' ': out += "\\040"; break;
+      case '\t': out += "\\011"; break;
+      case '\n': out += "\\012"; break;
+      case '\\': out += "\\134"; break;
+      default:
+        // getmntent decodes only the four escapes above; any other control character would be taken as is.
+        if (!control_character_in(std::string(1, c)).empty())
+          return make_error(what + " contains " + control_character_in(std::string(1, c)) + " (\"" + printable(value) +
+                            "\"), which fstab cannot hold");
+        out += c;
+    }
+  }
+  return out;
+}
+
+Expected<std::string> fstab_line(const std::string& source, const std::string& path, const std::string& fstype,
+                                 const std::string& options) {
+  if (path.empty() || path[0] != '/') return make_error("path '" + printable(path) + "' is not an absolute path");
+  std::string line;
+  for (const auto& [value, what] : {std::pair{&source, "src"}, {&path, "path"}, {&fstype, "fstype"}, {&options, "opts"}}) {
+    auto field = fstab_field(*value, what);
+    if (!field) return field.error();
+    line += *field + " ";
+  }
+  return line + "0 0";
+}
+
+namespace {
+
+// findmnt -r writes unsafe characters as \xHH.
+std::string decode_findmnt(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "\\x") == 0 && i + 3 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 2])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 3]))) {
+      out += static_cast<char>(std::stoi(text.substr(i + 2, 2), nullptr, 16));
+      i += 3;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TaskResult run_mount(const nlohmann::json& args, TaskEnv& env) {
   auto path = arg(args, "path"), source = arg(args, "src"), fstype = arg(args, "fstype");
   auto options = arg(args, "opts", "defaults");
@@ -127,24 +181,28 @@ TaskResult run_mount(const nlohmann::json& args, TaskEnv& env) {
   auto fstab = arg(args, "fstab", "/etc/fstab");
   if (state != "mounted" && state != "present")
     return failed("state '" + state + "' is not mounted or present");
-  std::string line = source + " " + path + " " + fstype + " " + options + " 0 0";
+  auto line = fstab_line(source, path, fstype, options);
+  if (!line) return failed("mount: " + line.error().message);
   auto current = read_remote_file(env.session, fstab);
   if (!current) return from_error(current.error());
-  auto fstab_change =
-      ensure_remote_file(env.session, fstab, merge_fstab(current->content, path, line), std::nullopt, env.check);
+  auto wanted = merge_fstab(current->content, *fstab_field(path, "path"), *line);
+  auto fstab_change = ensure_remote_file(env.session, fstab, wanted, std::nullopt, env.check);
   if (!fstab_change) return from_error(fstab_change.error());
   std::string what = fstab_change->changed ? fstab + " entry" : "";
   std::string diff = fstab_change->diff;
   if (state == "mounted") {
-    auto probe = env.session.run("findmnt -rn -o SOURCE --mountpoint " + shell_quote(path) + " || true");
+    auto probe = env.session.run(launcher::shell_join({"findmnt", "-rn", "-o", "SOURCE", "--mountpoint", path}) +
+                                 " || true");
     if (!probe) return from_error(probe.error());
-    std::string mounted = probe->out.substr(0, probe->out.find('\n'));
+    std::string mounted = decode_findmnt(probe->out.substr(0, probe->out.find('\n')));
     if (!mounted.empty() && mounted != source)
       return failed(path + " is mounted from " + mounted + ", not " + source + " (unmount it first: umount " + path + ")");
     if (mounted.empty()) {
       what += std::string(what.empty() ? "" : ", ") + "mounted";
       if (!env.check) {
-        auto ran = env.session.run("mkdir -p " + shell_quote(path) + " && mount " + shell_quote(path));
+        // mount finds the source and options in fstab by the mount point.
+        auto ran = env.session.run(launcher::shell_join({"mkdir", "-p", "--", path}) + " && " +
+                                   launcher::shell_join({"mount", "--", path}));
         if (!ran) return from_error(ran.error());
         if (ran->exit_status != 0)
           return failed("mount " + path + ": " + ran->err.substr(0, ran->err.find('\n')));

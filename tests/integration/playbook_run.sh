@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # `xftctl playbook run FILE` with a user's playbook on 2 test hosts: the
 # exact line per task and host and the recap, idempotency through creates /
-# changed_when, a failing host leaving the play (exit 2), --json, and a
-# broken playbook refused with file:line:col before any host is touched.
+# changed_when, a failing host leaving the play (exit 2), --json, a broken
+# playbook refused with file:line:col before any host is touched, -e values
+# from the hostile corpus carried literally into a shell string, an argv list
+# and a path, and another user's authorized_keys written as that user with a
+# planted symlink refused.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
-start_cluster 2
+# irc (Debian's base passwd) is the other user; its home is private per host.
+other_user_home=$(getent passwd irc | cut -d: -f6)
+[[ $other_user_home == /run/ircd ]] || fail "this test needs Debian's irc user with home /run/ircd (got '$other_user_home')"
+[[ -e /run/ircd ]] || remove_on_exit /run/ircd
+start_cluster 2 --private /run/ircd
 book="$TEST_TMP/site.yaml"
 cat >"$book" <<'YAML'
 name: site
@@ -70,4 +77,56 @@ xft playbook run "$TEST_TMP/broken.yaml"
 assert_eq 1 "$RC" "exit code of a broken playbook"
 assert_eq "xftctl: $TEST_TMP/broken.yaml:4:11: tasks[0].copy: give exactly one of content and src
 xftctl: $TEST_TMP/broken.yaml:4:22: tasks[0].copy.contnet: unknown field (did you mean content?)" "$ERR" "error lines"
+step "-e values are carried literally: a shell string, an argv list, a path; nothing runs"
+cat >"$TEST_TMP/literal.yaml" <<'YAML'
+name: literal
+hosts: h01
+tasks:
+  - name: a shell string
+    shell: "mkdir -p /root/lit && printf '%s' {{v}} > /root/lit/shell.txt"
+  - name: an argv list
+    command: [mkdir, -p, --, "/root/lit/{{v}}"]
+  - name: a file under the value
+    copy: {dest: "/root/lit/{{v}}/f", content: "{{v}}"}
+YAML
+literals=0
+while IFS=$'\t' read -r field expect value; do
+  [[ $field == extra_var && $expect == literal ]] || continue
+  value=${value#*=}
+  literals=$((literals + 1))
+  host_run h01 rm -rf /root/lit
+  xft playbook run "$TEST_TMP/literal.yaml" -e "v=$value"
+  assert_eq 0 "$RC" "playbook with v=$value; out: $OUT; err: $ERR"
+  assert_eq "$value" "$(host_run h01 cat /root/lit/shell.txt)" "the shell string's output"
+  host_run h01 test -d "/root/lit/$value" || fail "no directory named exactly /root/lit/$value"
+  assert_eq "$value" "$(host_run h01 cat "/root/lit/$value/f")" "the file under the value"
+  for h in h01 h02; do
+    assert_eq "" "$(host_run "$h" sh -c 'ls -d /tmp/PWNED* 2>/dev/null || true')" "markers on $h with v=$value"
+  done
+done < <(grep -v '^#' "$XFT_SOURCE_DIR/tests/data/hostile/values.tsv")
+[[ $literals -ge 2 ]] || fail "values.tsv: expected extra_var literal rows, found $literals"
+
+step "another user's authorized_keys: written as that user; a planted symlink is refused"
+for h in h01 h02; do host_run "$h" chown irc: /run/ircd; done
+host_run h02 runuser -u irc -- sh -c 'mkdir -m 700 /run/ircd/.ssh && ln -s /etc/shadow /run/ircd/.ssh/authorized_keys'
+shadow_before=$(host_run h02 sh -c 'sha256sum /etc/shadow && stat -c "%U %a" /etc/shadow')
+key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOtherUsersKeyForTheTest irc@test"
+cat >"$TEST_TMP/keys.yaml" <<YAML
+name: keys
+tasks:
+  - name: irc's key
+    authorized_key: {user: irc, key: "$key"}
+YAML
+xft playbook run "$TEST_TMP/keys.yaml"
+assert_eq 2 "$RC" "exit code with h02's planted link; out: $OUT; err: $ERR"
+assert_contains "$OUT" "  h01: changed: /run/ircd/.ssh/authorized_keys: /run/ircd/.ssh 0700, created" "h01 written"
+assert_contains "$OUT" "  h02: failed: h02: /run/ircd/.ssh/authorized_keys is a symbolic link; xftctl never follows links in irc's files (replace it with a real file or directory)" "h02 refused, naming the link"
+assert_eq "irc 700" "$(host_run h01 stat -c '%U %a' /run/ircd/.ssh)" "h01: owner and mode of ~irc/.ssh"
+assert_eq "irc 600" "$(host_run h01 stat -c '%U %a' /run/ircd/.ssh/authorized_keys)" "h01: owner and mode of authorized_keys"
+assert_eq "$key" "$(host_run h01 cat /run/ircd/.ssh/authorized_keys)" "h01: irc's authorized_keys"
+assert_eq "$shadow_before" "$(host_run h02 sh -c 'sha256sum /etc/shadow && stat -c "%U %a" /etc/shadow')" "h02: /etc/shadow untouched"
+host_run h02 test -L /run/ircd/.ssh/authorized_keys || fail "h02: the link was replaced or removed"
+xft playbook run "$TEST_TMP/keys.yaml" --hosts h01
+assert_eq 0 "$RC" "second run on h01; out: $OUT"
+assert_contains "$OUT" "  h01   ok=1   changed=0" "second run changes nothing"
 echo "playbook_run: ok"

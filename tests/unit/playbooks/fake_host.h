@@ -2,9 +2,18 @@
 // map, commands answered by a handler the test sets (default: exit 0), and a
 // log of every command and write, so tests see exactly what would go over
 // the wire. State survives reconnects, so a second run sees the first's work.
+// shell_words and run_locally let a handler read a command the way a shell
+// would, or hand it to a real /bin/sh.
 #pragma once
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +37,7 @@ struct FakeHost {
   std::map<std::string, FakeFile> files;
   std::vector<std::string> commands;  // every command run, in order
   std::vector<std::string> writes;    // every path uploaded, in order
+  std::string stdin_data;             // what the latest command was given on stdin
   std::function<launcher::CommandResult(FakeHost&, const std::string&)> handler;
 };
 
@@ -38,8 +48,9 @@ class FakeSession : public launcher::RemoteSession {
   std::string host_key() const override { return host_.host_key; }
 
   launcher::Remote<launcher::CommandResult> run(const std::string& command,
-                                                const launcher::RunOptions& = {}) override {
+                                                const launcher::RunOptions& options = {}) override {
     host_.commands.push_back(command);
+    host_.stdin_data = options.stdin_data;
     if (host_.handler) return host_.handler(host_, command);
     return launcher::CommandResult{};
   }
@@ -75,6 +86,73 @@ class FakeSession : public launcher::RemoteSession {
  private:
   FakeHost& host_;
 };
+
+// The words a POSIX shell makes of `command` (quotes removed; operators such
+// as && stay words when spaced), for handlers that match on argv.
+inline std::vector<std::string> shell_words(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < command.size(); ++i) {
+    char c = command[i];
+    if (c == '\'') {
+      size_t end = command.find('\'', i + 1);
+      word += command.substr(i + 1, end - i - 1);
+      i = end;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < command.size()) {
+      word += command[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\n' || c == '\t') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// `command` run by a real /bin/sh -c here, with `stdin_data` as its input and
+// `path_first` (when given) at the front of PATH.
+inline launcher::CommandResult run_locally(const std::string& command, const std::string& stdin_data = "",
+                                          const std::string& path_first = "") {
+  char dir_template[] = "/tmp/xft-fake-shell.XXXXXX";
+  std::string dir = ::mkdtemp(dir_template);
+  std::ofstream(dir + "/in", std::ios::binary) << stdin_data;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, (dir + "/in").c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, (dir + "/out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, (dir + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::string path = "PATH=" + (path_first.empty() ? "" : path_first + ":") + "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  const char* envp[] = {path.c_str(), "LC_ALL=C", nullptr};
+  pid_t pid = 0;
+  launcher::CommandResult result;
+  if (posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), const_cast<char* const*>(envp)) == 0) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+  } else {
+    result.exit_status = 127;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  result.out = slurp(dir + "/out");
+  result.err = slurp(dir + "/err");
+  for (const char* name : {"/in", "/out", "/err"}) ::unlink((dir + name).c_str());
+  ::rmdir(dir.c_str());
+  return result;
+}
 
 class FakeTransport : public launcher::Transport {
  public:

@@ -87,10 +87,12 @@ TEST(Condition, ComparesLooksUpAndRefusesUndefinedNames) {
 
 TEST(Render, MustacheWithoutHtmlEscapingAndListsOfHosts) {
   Json vars = {{"path", "/a&b"}, {"hosts", {{{"name", "h1"}, {"k", "x"}}, {{"name", "h2"}, {"k", false}}}}};
-  auto text = render_text("{{path}}\n{{#hosts}}\n{{name}}{{#k}} key={{k}}{{/k}}\n{{/hosts}}\n", vars);
-  ASSERT_TRUE(text.ok());
-  EXPECT_EQ("/a&b\nh1 key=x\nh2\n", *text);
-  EXPECT_FALSE(render_text("{{#open}}", vars).ok());
+  for (auto escape : {Escape::config, Escape::line, Escape::raw}) {
+    auto text = render_text("{{path}}\n{{#hosts}}\n{{name}}{{#k}} key={{k}}{{/k}}\n{{/hosts}}\n", vars, escape);
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ("/a&b\nh1 key=x\nh2\n", *text);
+  }
+  EXPECT_EQ("template: Unclosed section \"open\" at 0", render_text("{{#open}}", vars, Escape::raw).error().message);
 }
 
 TEST(AuthorizedKeys, MatchedByBlobNeverByCommentAndOthersKept) {

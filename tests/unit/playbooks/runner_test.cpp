@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
+#include "launcher/mpirun.h"
 #include "playbooks/playbook.h"
 #include "tests/unit/playbooks/fake_host.h"
+#include "tests/unit/playbooks/hostile_corpus.h"
 
 namespace xft::playbooks {
 namespace {
@@ -33,34 +37,49 @@ std::string statuses(const PlayReport& report, const std::string& task) {
   return "(task not run)";
 }
 
+// The word after `flag` in `words`, "" when absent.
+std::string after(const std::vector<std::string>& words, const std::string& flag) {
+  for (size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i] == flag) return words[i + 1];
+  return "";
+}
+
+// fstab(5) octal escapes undone (what getmntent does).
+std::string fstab_decode(std::string text) {
+  for (const auto& [code, c] : {std::pair{"\\040", ' '}, {"\\011", '\t'}, {"\\012", '\n'}, {"\\134", '\\'}})
+    for (size_t at = text.find(code); at != std::string::npos; at = text.find(code, at + 1)) text.replace(at, 4, 1, c);
+  return text;
+}
+
 // A shell-ish host: enough of ssh-keygen, cat, chmod, findmnt, mount and the
-// package probe for the shipped setup playbook.
+// package probe for the shipped setup playbook, read from the command's words
+// as a shell would split them.
 CommandResult unix_like(FakeHost& host, const std::string& command) {
-  static const std::regex keygen(R"(ssh-keygen .* -f '([^']+)')");
-  static const std::regex cat(R"(^cat '([^']+)'$)");
-  static const std::regex chmod(R"(^chmod ([0-7]+) '([^']+)'$)");
-  static const std::regex findmnt(R"(^findmnt .*--mountpoint '([^']+)')");
-  static const std::regex mount(R"(&& mount '([^']+)'$)");
-  std::smatch match;
+  auto words = testing::shell_words(command);
   CommandResult result;
-  if (std::regex_search(command, match, keygen)) {
-    host.files[match[1]] = {"PRIVATE", 0600, false};
-    host.files[match[1].str() + ".pub"] = {"ssh-ed25519 AAAAuser" + host.host.name + " root@" + host.host.name + "\n", 0644, false};
-  } else if (std::regex_search(command, match, cat)) {
-    auto found = host.files.find(match[1]);
+  if (words.empty()) return result;
+  const auto& program = words[0];
+  if (program == "ssh-keygen") {
+    auto key = after(words, "-f");
+    host.files[key] = {"PRIVATE", 0600, false};
+    host.files[key + ".pub"] = {"ssh-ed25519 AAAAuser" + host.host.name + " root@" + host.host.name + "\n", 0644, false};
+  } else if (program == "cat") {
+    auto found = host.files.find(words.back());
     if (found == host.files.end()) result = {1, "", "cat: no such file\n"};
     else result.out = found->second.content;
-  } else if (std::regex_search(command, match, chmod)) {
-    host.files[match[2]].mode = static_cast<mode_t>(std::stoul(match[1], nullptr, 8));
-  } else if (std::regex_search(command, match, findmnt)) {
-    auto found = host.files.find("mounted:" + match[1].str());
-    if (found != host.files.end()) result.out = found->second.content + "\n";
-  } else if (std::regex_search(command, match, mount)) {
-    // mount PATH takes the source from fstab
-    std::string fstab = host.files["/etc/fstab"].content;
-    std::smatch line;
-    std::regex entry("(\\S+) " + match[1].str() + " ");
-    if (std::regex_search(fstab, line, entry)) host.files["mounted:" + match[1].str()] = {line[1], 0, false};
+  } else if (program == "chmod") {
+    host.files[words.back()].mode = static_cast<mode_t>(std::stoul(words[1], nullptr, 8));
+  } else if (program == "findmnt") {
+    // findmnt -r writes a space as \x20
+    auto found = host.files.find("mounted:" + after(words, "--mountpoint"));
+    if (found != host.files.end())
+      result.out = std::regex_replace(found->second.content, std::regex(" "), "\\x20") + "\n";
+  } else if (program == "mkdir" && after(words, "&&") == "mount") {
+    // mount PATH takes the source from the fstab line whose mount point is PATH
+    auto path = words.back();
+    std::istringstream fstab(host.files["/etc/fstab"].content);
+    for (std::string source, target, rest; fstab >> source >> target && std::getline(fstab, rest);)
+      if (fstab_decode(target) == path) host.files["mounted:" + path] = {fstab_decode(source), 0, false};
   } else if (command.find("dpkg-query") != std::string::npos) {
     result.out = "apt\nnumactl\nlibfabric1\nlibfabric-bin\nopenmpi-bin\nrdma-core\nibverbs-utils\nnfs-common\nnfs-kernel-server\n";
   }
@@ -247,11 +266,11 @@ TEST_F(ShippedSetup, NfsExportsFstabAndMountCommandsThenIdempotent) {
             server.files["/etc/exports"].content);
   EXPECT_TRUE(server.files["/srv/shared"].directory);
   EXPECT_EQ(1, count_of(server.commands, "exportfs -ra"));
-  EXPECT_EQ(0, count_of(server.commands, "mount '"));
+  EXPECT_EQ(0, count_of(server.commands, "mount --"));
   for (auto name : {"n2", "n3"}) {
     auto& client = transport_[name];
     EXPECT_EQ("10.9.0.1:/srv/shared /mnt/shared nfs defaults,_netdev 0 0\n", client.files["/etc/fstab"].content);
-    EXPECT_EQ(1, count_of(client.commands, "mkdir -p '/mnt/shared' && mount '/mnt/shared'")) << name;
+    EXPECT_EQ(1, count_of(client.commands, "mkdir -p -- /mnt/shared && mount -- /mnt/shared")) << name;
     EXPECT_EQ(0, count_of(client.commands, "exportfs"));
     EXPECT_EQ(0u, client.files.count("/etc/exports"));
   }
@@ -279,7 +298,7 @@ TEST_F(ShippedSetup, NfsExportsFstabAndMountCommandsThenIdempotent) {
   EXPECT_EQ(0, changed(second)) << format_recap(second);
   for (auto& name : {"n1", "n2", "n3"}) {
     EXPECT_TRUE(transport_[name].writes.empty()) << name;
-    EXPECT_EQ(0, count_of(transport_[name].commands, "mount '")) << name;
+    EXPECT_EQ(0, count_of(transport_[name].commands, "mount --")) << name;
     EXPECT_EQ(0, count_of(transport_[name].commands, "exportfs")) << name;
   }
 }
@@ -303,11 +322,83 @@ TEST_F(ShippedSetup, MountedFromAnotherSourceIsAFailureWithTheFix) {
   auto report = run();
   EXPECT_EQ("n1=skipped n2=failed n3=changed ", statuses(report, "the shared path is mounted from the server (and in fstab)"));
   for (const auto& task : report.tasks)
-    for (const auto& [host, result] : task.results)
+    for (const auto& [host, result] : task.results) {
       if (host == "n2" && result.status == TaskStatus::failed)
         EXPECT_EQ("/mnt/shared is mounted from 10.1.1.1:/other, not 10.9.0.1:/srv/shared (unmount it first: umount "
                   "/mnt/shared)",
                   result.msg);
+    }
+}
+
+TEST_F(ShippedSetup, PathsWithSpacesReachExportsFstabAndMountLiterally) {
+  for (auto name : {"n1", "n2", "n3"}) transport_[name].host.shared = "/mnt/with space";
+  settings_.extra_vars["nfs_export_path"] = "/srv/share with space";
+  auto first = run();
+  ASSERT_FALSE(first.any_failed()) << format_recap(first);
+  auto& server = transport_["n1"];
+  EXPECT_EQ("# BEGIN xftctl nfs exports\n"
+            "/srv/share\\040with\\040space 10.9.0.1(rw,sync,no_root_squash,no_subtree_check)\n"
+            "/srv/share\\040with\\040space 10.9.0.2(rw,sync,no_root_squash,no_subtree_check)\n"
+            "/srv/share\\040with\\040space 10.9.0.3(rw,sync,no_root_squash,no_subtree_check)\n"
+            "# END xftctl nfs exports\n",
+            server.files["/etc/exports"].content);
+  EXPECT_TRUE(server.files["/srv/share with space"].directory);
+  for (auto name : {"n2", "n3"}) {
+    auto& client = transport_[name];
+    EXPECT_EQ("10.9.0.1:/srv/share\\040with\\040space /mnt/with\\040space nfs defaults,_netdev 0 0\n",
+              client.files["/etc/fstab"].content);
+    EXPECT_EQ(1, count_of(client.commands, "mkdir -p -- '/mnt/with space' && mount -- '/mnt/with space'")) << name;
+    EXPECT_EQ("10.9.0.1:/srv/share with space", client.files["mounted:/mnt/with space"].content) << name;
+    EXPECT_NE(std::string::npos, client.files["/etc/xftctl/env.sh"].content.find("export XFT_SHARED_PATH='/mnt/with space'\n"));
+  }
+  // findmnt's \x20 read back: the mount is seen as done
+  auto second = run();
+  EXPECT_EQ(0, changed(second)) << format_recap(second);
+}
+
+TEST_F(ShippedSetup, NfsOptionsThatWouldAddAnExportAreARenderError) {
+  for (const std::string options : {"rw\n/ *(rw,no_root_squash)", "rw) *(rw,no_root_squash", "rw no_root_squash"}) {
+    settings_.extra_vars["nfs_options"] = options;
+    auto report = run();
+    EXPECT_EQ("n1=failed n2=skipped n3=skipped ", statuses(report, "the shared path is exported to every host"));
+    for (const auto& task : report.tasks)
+      if (task.name == "the shared path is exported to every host")
+        EXPECT_EQ(0u, task.results[0].result.msg.rfind("template nfs_exports.mustache: {{nfs_options}} ", 0))
+            << task.results[0].result.msg;
+    EXPECT_EQ(0u, transport_["n1"].files.count("/etc/exports"));
+  }
+}
+
+// The shared-path check's commands (a shell string, argv lists) run by a real
+// shell here on hostile paths: the directory is made with exactly that name,
+// every host reads the marker back, the marker is removed, and env.sh gives
+// the path back to sh.
+TEST_F(ShippedSetup, SharedPathCheckRunsInARealShellWithHostilePaths) {
+  testing::MarkerDir dir;
+  settings_.skip_tags = {"packages", "nfs"};
+  settings_.extra_vars["nfs_enabled"] = false;
+  auto values = testing::literal_values("shared");
+  values.push_back("/sub dir $(touch /tmp/PWNED-sub) `touch /tmp/PWNED-tick` 'q\" *");
+  for (const auto& value : values) {
+    std::string path = dir.work() + dir.aim(value);
+    for (auto name : {"n1", "n2", "n3"}) {
+      transport_[name].host.shared = path;
+      transport_[name].handler = [work = dir.work()](FakeHost& host, const std::string& command) {
+        return command.find(work) == std::string::npos ? unix_like(host, command)
+                                                       : testing::run_locally(command, host.stdin_data);
+      };
+    }
+    auto report = run();
+    EXPECT_FALSE(report.any_failed()) << format_recap(report);
+    EXPECT_EQ("n1=ok n2=ok n3=ok ", statuses(report, "shared path check, read the marker on every host")) << path;
+    ASSERT_TRUE(std::filesystem::is_directory(path)) << path;
+    EXPECT_TRUE(std::filesystem::is_empty(path)) << path << ": the marker is left";
+    std::string env = dir.work() + "/env.sh";
+    std::ofstream(env, std::ios::trunc) << transport_["n2"].files["/etc/xftctl/env.sh"].content;
+    auto sourced = testing::run_locally(". " + launcher::shell_join({env}) + " && printf %s \"$XFT_SHARED_PATH\"");
+    EXPECT_EQ(path, sourced.out) << sourced.err;
+  }
+  EXPECT_EQ(std::vector<std::string>{}, dir.markers());
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// Editing another user's files from a root session without lending root's
+// rights: every operation runs as that user (`runuser -u USER --`), so the
+// kernel checks each path with the user's own permissions. A link the user
+// planted (~/.ssh/authorized_keys -> /etc/shadow) then leads only where the
+// user could already write, whatever happens between a check and a write;
+// checks made with root's rights (lstat, then write) always leave that race.
+//
+// On top, stat() refuses what sshd or a careful admin would not want edited:
+// a symbolic link, or an entry owned by neither the user nor root; the task
+// then fails naming the path. upload() writes a temp file in the same
+// directory and renames it, which replaces a link instead of following it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/transport.h"
+
+namespace xft::playbooks {
+
+class UserSession : public launcher::RemoteSession {
+ public:
+  // `root` must be a root session; it outlives this one.
+  UserSession(launcher::RemoteSession& root, std::string user);
+
+  const inventory::Host& host() const override { return root_.host(); }
+  std::string host_key() const override { return root_.host_key(); }
+
+  // `command` through `sh -c`, as the user.
+  launcher::Remote<launcher::CommandResult> run(const std::string& command,
+                                                const launcher::RunOptions& options = {}) override;
+  launcher::Remote<void> upload(const std::string& content, const std::string& remote_path, mode_t mode) override;
+  launcher::Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override;
+  launcher::Remote<std::string> download(const std::string& remote_path) override;
+  // lstat: a link or a foreign owner is an error naming the path.
+  launcher::Remote<launcher::RemoteFileInfo> stat(const std::string& remote_path) override;
+  launcher::Remote<void> mkdir(const std::string& remote_path, mode_t mode = 0755) override;
+
+  // The argv that runs `words` as the user, joined for the root session's shell.
+  std::string as_user(const std::vector<std::string>& words) const;
+
+ private:
+  launcher::Remote<launcher::CommandResult> run_words(const std::vector<std::string>& words,
+                                                      const launcher::RunOptions& options = {});
+  launcher::Remote<std::string> uid();
+  launcher::RemoteError error(const std::string& what, const launcher::CommandResult& ran) const;
+
+  launcher::RemoteSession& root_;
+  std::string user_;
+  std::string uid_;  // the user's numeric id, asked once
+};
+
+}  // namespace xft::playbooks
