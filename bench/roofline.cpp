@@ -83,7 +83,7 @@ struct Options {
   int prompt = 512;
   int steps = 32;
   std::vector<std::string> models = {"qwen2.5-0.5b", "qwen2.5-1.5b"};
-  std::vector<std::string> dtypes = {"bf16", "int8"};
+  std::vector<std::string> dtypes = {"bf16", "int8", "int4"};
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -293,7 +293,7 @@ void bench_gemv(ThreadPool& pool, const Options& opt, const Rate& bandwidth, con
               "us/call", "GB/s", "% bw", "excl.", "% bw", "share");
   for (const Shape& shape : shapes) {
     const auto w = random_weights(static_cast<size_t>(shape.out) * shape.in, 1);
-    for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8, WeightFormat::f16, WeightFormat::f32}) {
+    for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4, WeightFormat::f16, WeightFormat::f32}) {
       std::vector<Linear> copies;
       const Linear first(w.data(), shape.out, shape.in, format);
       const size_t bytes = first.weight_bytes();
@@ -324,7 +324,7 @@ void bench_matmul(ThreadPool& pool, const Options& opt, const Rate& bf16_peak, c
     const auto w = random_weights(static_cast<size_t>(shape.out) * shape.in, 2);
     const auto x = random_weights(static_cast<size_t>(m) * shape.in, 3);
     std::vector<float> y(static_cast<size_t>(m) * shape.out);
-    for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8}) {
+    for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4}) {
       const Linear linear(w.data(), shape.out, shape.in, format);
       const Timing t = time_calls(pool, 1, opt.quick ? 3 : 7, [&](int) { linear.forward(x.data(), m, y.data(), pool); });
       const Rate r = rate_of(2.0 * m * shape.in * static_cast<double>(shape.out) / 1e9, t);
@@ -505,9 +505,12 @@ void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& p
   // Ratio lines: what int8 buys over bf16 in decode (ideal: bytes ratio), and model-size scaling.
   for (const EngineResult& a : results) {
     for (const EngineResult& b : results) {
-      if (a.model == b.model && a.dtype == "bf16" && b.dtype == "int8") {
-        std::printf("ratio %s int8/bf16: decode speed %.2fx (bytes %.2fx), prefill speed %.2fx\n", a.model.c_str(),
-                    a.decode_ms / b.decode_ms, a.bytes_per_token / b.bytes_per_token, a.prefill_ms / b.prefill_ms);
+      const bool pair = (a.dtype == "bf16" && (b.dtype == "int8" || b.dtype == "int4")) ||
+                        (a.dtype == "int8" && b.dtype == "int4");
+      if (a.model == b.model && pair) {
+        std::printf("ratio %s %s/%s: decode speed %.2fx (bytes %.2fx), prefill speed %.2fx\n", a.model.c_str(),
+                    b.dtype.c_str(), a.dtype.c_str(), a.decode_ms / b.decode_ms, a.bytes_per_token / b.bytes_per_token,
+                    a.prefill_ms / b.prefill_ms);
       }
     }
   }

@@ -90,6 +90,11 @@ float convert_element<float>(const char* src, DType dtype) {
     case DType::f32: std::memcpy(&value, src, 4); return value;
     case DType::bf16: std::memcpy(&half, src, 2); return bf16_bits_to_f32(half);
     case DType::f16: std::memcpy(&half, src, 2); return f16_bits_to_f32(half);
+    case DType::i32: {
+      int32_t i;
+      std::memcpy(&i, src, 4);
+      return float(i);
+    }
   }
   return 0;
 }
@@ -128,6 +133,15 @@ class CheckpointSource final : public WeightSource {
                                             Slice cols) const override {
     return read<uint16_t>(name, rows, cols);
   }
+  Expected<std::vector<int32_t>> read_i32(const std::string& name, Slice rows,
+                                          Slice cols) const override {
+    auto found = find(name);
+    if (!found) return found.error();
+    if (found->entry->meta.dtype != DType::i32) {
+      return make_error("tensor " + name + ": dtype " + dtype_name(found->entry->meta.dtype) + ", expected I32");
+    }
+    return read<int32_t>(name, rows, cols);
+  }
   uint64_t bytes_read() const override { return bytes_read_.load(); }
 
   // Names in shard order (for checks that want the file's own view).
@@ -153,7 +167,8 @@ class CheckpointSource final : public WeightSource {
     size_t next = 0;
     // Stored exactly as requested: copy row segments instead of converting element by element.
     bool same_format = (std::is_same_v<T, uint16_t> && entry.meta.dtype == DType::bf16) ||
-                       (std::is_same_v<T, float> && entry.meta.dtype == DType::f32);
+                       (std::is_same_v<T, float> && entry.meta.dtype == DType::f32) ||
+                       std::is_same_v<T, int32_t>;
     for (int64_t r = region->row_begin; r < region->row_end; ++r) {
       const char* src = base + (uint64_t(r) * uint64_t(region->cols) + uint64_t(region->col_begin)) * element;
       if (same_format) {
@@ -161,8 +176,10 @@ class CheckpointSource final : public WeightSource {
         next += size_t(region->cols_out());
         continue;
       }
-      for (int64_t c = 0; c < region->cols_out(); ++c, src += element) {
-        out[next++] = convert_element<T>(src, entry.meta.dtype);
+      if constexpr (!std::is_same_v<T, int32_t>) {
+        for (int64_t c = 0; c < region->cols_out(); ++c, src += element) {
+          out[next++] = convert_element<T>(src, entry.meta.dtype);
+        }
       }
     }
     bytes_read_ += out.size() * element;

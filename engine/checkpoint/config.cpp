@@ -198,6 +198,67 @@ Expected<void> read_qwen2_or_3(const Fields& f, ModelConfig& c) {
   return {};
 }
 
+// quantization_config: 4-bit GPTQ (classic or gptq_v2 zeros, any group
+// size, desc_act) and AWQ GEMM with zero points; anything else is refused
+// naming the field and its value.
+Expected<QuantConfig> read_quantization(const json& root, const std::string& path) {
+  QuantConfig q;
+  if (!root.contains("quantization_config") || root.at("quantization_config").is_null()) return q;
+  const json& qc = root.at("quantization_config");
+  const std::string where = path + ": quantization_config";
+  if (!qc.is_object()) return make_error(where + ": expected an object, got " + shown(qc));
+  Fields f(qc, where);
+  std::string method;
+  XFT_TRY_ASSIGN(method, f.string("quant_method", ""));
+  if (method == "gptq") {
+    q.method = QuantMethod::gptq;
+  } else if (method == "awq") {
+    q.method = QuantMethod::awq;
+  } else {
+    return f.error("quant_method", "\"" + method + "\" is not supported (supported: gptq, awq with 4 bits)");
+  }
+  int bits = 0;
+  XFT_TRY_ASSIGN(bits, f.positive_int(q.method == QuantMethod::awq && !f.present("bits") ? "w_bit" : "bits"));
+  if (bits != 4) return f.error("bits", std::to_string(bits) + " is not supported (only 4-bit weights are)");
+  q.bits = bits;
+  const char* group_field = q.method == QuantMethod::awq && !f.present("group_size") ? "q_group_size" : "group_size";
+  if (!f.present(group_field)) return f.error(group_field, "missing");
+  const json& group = qc.at(group_field);
+  if (!group.is_number_integer() || (group.get<int64_t>() != -1 && group.get<int64_t>() <= 0) ||
+      group.get<int64_t>() > INT32_MAX) {
+    return f.error(group_field, "expected a positive integer or -1, got " + shown(group));
+  }
+  q.group_size = int(group.get<int64_t>());
+  if (q.group_size > 0 && q.group_size % 8 != 0) {
+    return f.error(group_field, std::to_string(q.group_size) + " is not supported (a multiple of 8, or -1)");
+  }
+  if (q.method == QuantMethod::gptq) {
+    XFT_TRY_ASSIGN(q.desc_act, f.boolean("desc_act", false));
+    XFT_TRY_ASSIGN(q.sym, f.boolean("sym", true));
+    std::string format;
+    XFT_TRY_ASSIGN(format, f.string("checkpoint_format", "gptq"));
+    if (format != "gptq" && format != "gptq_v2") {
+      return f.error("checkpoint_format", "\"" + format + "\" is not supported (supported: gptq, gptq_v2)");
+    }
+    q.zero_minus_one = format == "gptq";
+    bool marlin = false;
+    XFT_TRY_ASSIGN(marlin, f.boolean("is_marlin_format", false));
+    if (marlin) return f.error("is_marlin_format", "true is not supported (the Marlin repacked layout)");
+  } else {
+    std::string version;
+    XFT_TRY_ASSIGN(version, f.string("version", "gemm"));
+    if (version != "gemm") {
+      return f.error("version", "\"" + version + "\" is not supported (only the GEMM layout, version gemm)");
+    }
+    bool zero_point = true;
+    XFT_TRY_ASSIGN(zero_point, f.boolean("zero_point", true));
+    if (!zero_point) return f.error("zero_point", "false is not supported (AWQ GEMM with zero points only)");
+    q.sym = false;
+    q.zero_minus_one = false;
+  }
+  return q;
+}
+
 void add_unique(std::vector<int>& into, const std::vector<int>& ids) {
   for (int id : ids) {
     if (std::find(into.begin(), into.end(), id) == into.end()) into.push_back(id);
@@ -230,7 +291,27 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   std::vector<int> bos;
   XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
   if (!bos.empty()) config.bos_id = bos.front();
+  XFT_TRY_ASSIGN(config.quant, read_quantization(*root, path));
+  if (config.quant.method != QuantMethod::none) {
+    const int64_t sizes[] = {config.hidden, config.intermediate, int64_t(config.heads) * config.head_dim,
+                             int64_t(config.kv_heads) * config.head_dim};
+    for (int64_t size : sizes) {
+      if (size % 8 != 0) {
+        return make_error(path + ": quantization_config: the 4-bit layouts pack 8 rows per int32, but a projection has " +
+                          std::to_string(size) + " rows or columns");
+      }
+    }
+  }
   return config;
+}
+
+std::string quant_format_name(const QuantConfig& quant) {
+  switch (quant.method) {
+    case QuantMethod::gptq: return "gptq-int4";
+    case QuantMethod::awq: return "awq-int4";
+    case QuantMethod::none: break;
+  }
+  return "";
 }
 
 Expected<ModelConfig> load_config(const std::string& model_dir) {

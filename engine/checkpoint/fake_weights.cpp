@@ -111,6 +111,7 @@ float test_value_f32(uint64_t tensor_hash, uint64_t index, TensorRole role, int6
     case TensorRole::linear: value = v * sqrt3 / std::sqrt(double(fan_in)); break;
     case TensorRole::bias: value = v * 0.1 * sqrt3; break;
     case TensorRole::norm: value = 1.0 + v * 0.1 * sqrt3; break;
+    case TensorRole::quantized: break;
   }
   return float(value);
 }

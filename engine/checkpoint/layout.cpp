@@ -9,26 +9,32 @@ void add(std::vector<ExpectedTensor>& out, std::string name, Shape shape, Tensor
   out.push_back({std::move(name), std::move(shape), role});
 }
 
+// A projection's weight "<base>.weight" [rows, cols], or its quantized tensors.
+void add_linear(std::vector<ExpectedTensor>& out, const ModelConfig& c, const std::string& base, int64_t rows,
+                int64_t cols) {
+  for (auto& t : projection_tensors(c, base, rows, cols)) out.push_back(std::move(t));
+}
+
 void add_qwen1_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, int layer) {
   std::string p = "transformer.h." + std::to_string(layer) + ".";
   int64_t hidden = c.hidden, projection = int64_t(c.heads) * c.head_dim, inter = c.intermediate;
   add(out, p + "ln_1.weight", {hidden}, TensorRole::norm);
-  add(out, p + "attn.c_attn.weight", {3 * projection, hidden}, TensorRole::linear);
+  add_linear(out, c, p + "attn.c_attn", 3 * projection, hidden);
   add(out, p + "attn.c_attn.bias", {3 * projection}, TensorRole::bias);
-  add(out, p + "attn.c_proj.weight", {hidden, projection}, TensorRole::linear);
+  add_linear(out, c, p + "attn.c_proj", hidden, projection);
   add(out, p + "ln_2.weight", {hidden}, TensorRole::norm);
-  add(out, p + "mlp.w1.weight", {inter, hidden}, TensorRole::linear);
-  add(out, p + "mlp.w2.weight", {inter, hidden}, TensorRole::linear);
-  add(out, p + "mlp.c_proj.weight", {hidden, inter}, TensorRole::linear);
+  add_linear(out, c, p + "mlp.w1", inter, hidden);
+  add_linear(out, c, p + "mlp.w2", inter, hidden);
+  add_linear(out, c, p + "mlp.c_proj", hidden, inter);
 }
 
 void add_qwen2_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, int layer) {
   std::string p = "model.layers." + std::to_string(layer) + ".";
   int64_t hidden = c.hidden, q = int64_t(c.heads) * c.head_dim, kv = int64_t(c.kv_heads) * c.head_dim;
   add(out, p + "input_layernorm.weight", {hidden}, TensorRole::norm);
-  add(out, p + "self_attn.q_proj.weight", {q, hidden}, TensorRole::linear);
-  add(out, p + "self_attn.k_proj.weight", {kv, hidden}, TensorRole::linear);
-  add(out, p + "self_attn.v_proj.weight", {kv, hidden}, TensorRole::linear);
+  add_linear(out, c, p + "self_attn.q_proj", q, hidden);
+  add_linear(out, c, p + "self_attn.k_proj", kv, hidden);
+  add_linear(out, c, p + "self_attn.v_proj", kv, hidden);
   if (c.qkv_bias) {
     add(out, p + "self_attn.q_proj.bias", {q}, TensorRole::bias);
     add(out, p + "self_attn.k_proj.bias", {kv}, TensorRole::bias);
@@ -38,11 +44,11 @@ void add_qwen2_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, int
     add(out, p + "self_attn.q_norm.weight", {c.head_dim}, TensorRole::norm);
     add(out, p + "self_attn.k_norm.weight", {c.head_dim}, TensorRole::norm);
   }
-  add(out, p + "self_attn.o_proj.weight", {hidden, q}, TensorRole::linear);
+  add_linear(out, c, p + "self_attn.o_proj", hidden, q);
   add(out, p + "post_attention_layernorm.weight", {hidden}, TensorRole::norm);
-  add(out, p + "mlp.gate_proj.weight", {c.intermediate, hidden}, TensorRole::linear);
-  add(out, p + "mlp.up_proj.weight", {c.intermediate, hidden}, TensorRole::linear);
-  add(out, p + "mlp.down_proj.weight", {hidden, c.intermediate}, TensorRole::linear);
+  add_linear(out, c, p + "mlp.gate_proj", c.intermediate, hidden);
+  add_linear(out, c, p + "mlp.up_proj", c.intermediate, hidden);
+  add_linear(out, c, p + "mlp.down_proj", hidden, c.intermediate);
 }
 
 }  // namespace
@@ -62,6 +68,23 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
   add(out, qwen1 ? "transformer.ln_f.weight" : "model.norm.weight", {c.hidden}, TensorRole::norm);
   if (!c.tie_embeddings) add(out, "lm_head.weight", {c.vocab, c.hidden}, TensorRole::embedding);
   return out;
+}
+
+std::vector<ExpectedTensor> projection_tensors(const ModelConfig& c, const std::string& base, int64_t rows,
+                                               int64_t cols) {
+  const QuantConfig& q = c.quant;
+  if (q.method == QuantMethod::none) return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  const int64_t groups = q.groups(int(cols));
+  const auto quantized = TensorRole::quantized;
+  if (q.method == QuantMethod::gptq) {
+    return {{base + ".qweight", {cols / 8, rows}, quantized, DType::i32},
+            {base + ".qzeros", {groups, rows / 8}, quantized, DType::i32},
+            {base + ".scales", {groups, rows}, quantized, DType::f16},
+            {base + ".g_idx", {cols}, quantized, DType::i32}};
+  }
+  return {{base + ".qweight", {cols, rows / 8}, quantized, DType::i32},
+          {base + ".qzeros", {groups, rows / 8}, quantized, DType::i32},
+          {base + ".scales", {groups, rows}, quantized, DType::f16}};
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

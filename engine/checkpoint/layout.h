@@ -12,13 +12,21 @@
 namespace xft::engine {
 
 // How the deterministic test-model rule scales a tensor's values.
-enum class TensorRole { embedding, linear, bias, norm };
+// quantized: a 4-bit checkpoint's qweight/qzeros/scales/g_idx (written by
+// the quantizing test-model writer, never generated).
+enum class TensorRole { embedding, linear, bias, norm, quantized };
 
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::linear;
+  DType dtype = DType::bf16;  // what a 4-bit checkpoint stores (I32 / F16 for quantized tensors)
 };
+
+// The tensors of one projection "<base>.weight" [out, in] in the config's
+// quantization layout (itself when unquantized).
+std::vector<ExpectedTensor> projection_tensors(const ModelConfig& config, const std::string& base,
+                                               int64_t out, int64_t in);
 
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 

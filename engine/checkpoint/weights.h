@@ -14,7 +14,7 @@
 
 namespace xft::engine {
 
-enum class DType { f32, f16, bf16 };
+enum class DType { f32, f16, bf16, i32 };
 
 struct TensorMeta {
   std::string name;
@@ -40,6 +40,11 @@ class WeightSource {
   // The same as raw bfloat16 bits; exact when the stored dtype is bf16.
   virtual Expected<std::vector<uint16_t>> read_bf16(const std::string& name, Slice rows = {},
                                                     Slice cols = {}) const = 0;
+  // The same as int32 (GPTQ/AWQ packed weights and g_idx); only I32 tensors.
+  virtual Expected<std::vector<int32_t>> read_i32(const std::string& name, Slice rows = {},
+                                                  Slice cols = {}) const {
+    return make_error("tensor " + name + ": int32 tensors are not part of this weight source");
+  }
   // Bytes actually read from storage so far (per-rank memory/IO figure).
   virtual uint64_t bytes_read() const = 0;
 };

@@ -1,7 +1,14 @@
-// AVX2 + FMA int4 decode kernel: nibbles widened to int32 and converted to
-// float in registers, FMA with float x, per group s · (Σ q·x - z · Σ x).
-// The packed row is read once, for all M inputs; every M sums an input in
-// the same order (each input gets bit for bit its result alone).
+// AVX2 int4 decode kernel on int8 activations (stage_x_int4 quantizes x per
+// unit of 64 slots, 32 for a half unit: t = round(x / sx), sx = max|x| / 127).
+// vpmaddubsw multiplies the unsigned nibbles by the signed int8 x and adds
+// pairs (|sum| <= 2 · 15 · 127, no saturation), the low and high nibbles'
+// halves of a unit add in int16, vpmaddwd widens to int32: the unit's dot
+// product is exact, then scaled by sx in float. Per group, z · Σ x (Σ of the
+// same quantized x) comes off lane 0 and the group's scale multiplies the
+// rest. Per 64 weights and input: 2 multiply-adds, one widening, one
+// convert, one FMA (a float path needs 8 converts and 8 FMAs). The packed
+// row is read once, for all M inputs; every M sums an input in the same
+// order (each input gets bit for bit its result alone).
 #include <immintrin.h>
 
 #include "engine/kernels/linear_internal.h"
@@ -18,51 +25,51 @@ XFT_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// 8 bytes -> the 8 slots of their low nibbles (lo) and of their high ones (hi).
-XFT_AVX2 inline void unpack8(const uint8_t* bytes, __m256& lo, __m256& hi) {
-  const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes)));
-  lo = _mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(15)));
-  hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
-}
-
 template <int M>
-XFT_AVX2 void row_kernel(const PackedWeight& w, const float* x, const float* sums, float* y, int r) {
+XFT_AVX2 void row_kernel(const PackedWeight& w, const int8_t* x, const float* unit_scale, const float* sums,
+                         float* y, int r) {
   const uint8_t* row = w.int4_row(r);
   const int full_units = w.group_len / 64;
   const bool half_unit = w.group_len % 64 != 0;
+  const int per_group = full_units + (half_unit ? 1 : 0);
+  const int units = w.groups * per_group;
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[M];
   #pragma GCC unroll 4
   for (int j = 0; j < M; ++j) acc[j] = _mm256_setzero_ps();
   for (int g = 0; g < w.groups; ++g) {
     const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
-    const size_t s0 = static_cast<size_t>(g) * w.group_len;
-    __m256 d0[M], d1[M];
+    const int8_t* xg = x + static_cast<size_t>(g) * w.group_len;
+    const float* sg_units = unit_scale + g * per_group;
+    __m256 d[M];
     #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) d0[j] = d1[j] = _mm256_setzero_ps();
+    for (int j = 0; j < M; ++j) d[j] = _mm256_setzero_ps();
     for (int u = 0; u < full_units; ++u) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + 32 * u));
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        __m256 lo, hi;
-        unpack8(bytes + 32 * u + 8 * k, lo, hi);
-        const size_t s = s0 + 64 * u + 8 * k;
-        #pragma GCC unroll 4
-        for (int j = 0; j < M; ++j) {
-          d0[j] = _mm256_fmadd_ps(lo, _mm256_loadu_ps(x + static_cast<size_t>(j) * w.ld + s), d0[j]);
-          d1[j] = _mm256_fmadd_ps(hi, _mm256_loadu_ps(x + static_cast<size_t>(j) * w.ld + s + 32), d1[j]);
-        }
+      for (int j = 0; j < M; ++j) {
+        const int8_t* xj = xg + static_cast<size_t>(j) * w.ld + 64 * u;
+        const __m256i p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj))),
+            _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj + 32))));
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sg_units + static_cast<size_t>(j) * units + u), d[j]);
       }
     }
     if (half_unit) {
-      #pragma GCC unroll 2
-      for (int k = 0; k < 2; ++k) {
-        __m256 lo, hi;
-        unpack8(bytes + 32 * full_units + 8 * k, lo, hi);
-        const size_t s = s0 + 64 * full_units + 8 * k;
-        #pragma GCC unroll 4
-        for (int j = 0; j < M; ++j) {
-          d0[j] = _mm256_fmadd_ps(lo, _mm256_loadu_ps(x + static_cast<size_t>(j) * w.ld + s), d0[j]);
-          d1[j] = _mm256_fmadd_ps(hi, _mm256_loadu_ps(x + static_cast<size_t>(j) * w.ld + s + 16), d1[j]);
-        }
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 32 * full_units));
+      const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+      const __m256i wv = _mm256_set_m128i(hi, lo);  // slots 0..15, then 16..31
+      #pragma GCC unroll 4
+      for (int j = 0; j < M; ++j) {
+        const int8_t* xj = xg + static_cast<size_t>(j) * w.ld + 64 * full_units;
+        const __m256i p = _mm256_maddubs_epi16(wv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj)));
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sg_units + static_cast<size_t>(j) * units + full_units), d[j]);
       }
     }
     const size_t sg = static_cast<size_t>(r) * w.groups + g;
@@ -70,9 +77,8 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const float* x, const float* sum
     const float zero = w.group_zero[sg];
     #pragma GCC unroll 4
     for (int j = 0; j < M; ++j) {
-      // The zero point's share, z · Σ x, comes off lane 0 before scaling.
       const __m256 corr = _mm256_setr_ps(zero * sums[static_cast<size_t>(j) * w.groups + g], 0, 0, 0, 0, 0, 0, 0);
-      acc[j] = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_add_ps(d0[j], d1[j]), corr), scale, acc[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_sub_ps(d[j], corr), scale, acc[j]);
     }
   }
   const float bias = w.bias.empty() ? 0.0f : w.bias[r];
@@ -82,8 +88,8 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const float* x, const float* sum
 
 template <int M>
 XFT_AVX2 void run_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
-  const float* x = static_cast<const float*>(xs.x);
-  for (int r = rb; r < re; ++r) row_kernel<M>(w, x, xs.group_sums, y, r);
+  const int8_t* x = static_cast<const int8_t*>(xs.x);
+  for (int r = rb; r < re; ++r) row_kernel<M>(w, x, xs.unit_scale, xs.group_sums, y, r);
 }
 
 }  // namespace

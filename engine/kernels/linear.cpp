@@ -106,6 +106,7 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
   w->in = in;
   if (any_bias) w->bias.assign(out, 0.0f);
   if (format == WeightFormat::int4) {
+    w->int4_x = w->use_bf16_dot ? Int4X::bf16 : w->isa >= Isa::avx2 ? Int4X::int8 : Int4X::f32;
     if (int4_blocks) pack_int4(*w, blocks);
     else pack_int4_quantizing(*w, blocks);
   } else {
@@ -154,8 +155,8 @@ AlignedBuffer& x_scratch() {
 
 const void* stage_x(const PackedWeight& w, const float* x, int m) {
   AlignedBuffer& buffer = x_scratch();
-  if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
   if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
+  if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
   const size_t elem = w.use_bf16_dot ? 2 : 4;
   buffer.resize(static_cast<size_t>(m) * w.ld * elem);
   for (int r = 0; r < m; ++r) {
@@ -186,8 +187,9 @@ const void* input_group(const PackedWeight& w, const void* staged, int g, GroupH
   if (w.format == WeightFormat::int4) {
     Int4StagedX& header = headers.int4;
     header = *static_cast<const Int4StagedX*>(staged);
-    const size_t elem = w.use_bf16_dot ? 2 : 4;
+    const size_t elem = w.int4_x == Int4X::f32 ? 4 : w.int4_x == Int4X::bf16 ? 2 : 1;
     header.x = static_cast<const char*>(header.x) + static_cast<size_t>(g) * w.ld * elem;
+    if (header.unit_scale) header.unit_scale += static_cast<size_t>(g) * w.groups * int4_units_per_group(w);
     header.group_sums += static_cast<size_t>(g) * w.groups;
     return &header;
   }
@@ -312,6 +314,7 @@ std::string Linear::kernel_name() const {
   name += isa_name(packed_->isa);
   if (packed_->use_bf16_dot) name += "-bf16";
   if (packed_->use_int8_dot) name += "-vnni";
+  if (packed_->format == WeightFormat::int4 && packed_->int4_x == Int4X::int8) name += "-int8x";
   return name;
 }
 

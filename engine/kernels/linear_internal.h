@@ -14,6 +14,9 @@ namespace xft::engine {
 
 constexpr int kRowAlign = 64;  // elements; every packed row is a multiple of this
 
+// How the int4 decode kernel wants x staged (stage_x_int4).
+enum class Int4X { f32, bf16, int8 };
+
 struct PackedWeight {
   WeightFormat format = WeightFormat::f32;
   Isa isa = Isa::scalar;
@@ -33,6 +36,7 @@ struct PackedWeight {
   std::vector<uint8_t> group_zero;      // [out][groups]
   std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
                                         // empty when slot c is input c (padding only at the end)
+  Int4X int4_x = Int4X::f32;            // how the decode kernel wants x staged
 
   size_t element_bytes() const {
     switch (format) {
@@ -81,12 +85,15 @@ const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBu
 void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // int4 decode. stage_x_int4 gathers m rows of x into slot order (zero in
-// padding slots), as bf16 when use_bf16_dot else float, and the sum of each
-// group's staged values; the kernels read that layout as their x.
+// padding slots) in the kernel's form (int4_x), and the sum of each group's
+// staged values (as the kernel multiplies them); the kernels read that
+// layout as their x.
 struct Int4StagedX {
-  const void* x;             // [m][ld] bf16 bits or float
+  const void* x;             // [m][ld] float, bf16 bits or int8
+  const float* unit_scale;   // int8: [m][groups * int4_units_per_group(w)], one scale per 64-slot unit (32 for a half unit)
   const float* group_sums;   // [m][groups]
 };
+inline int int4_units_per_group(const PackedWeight& w) { return (w.group_len + 63) / 64; }
 const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
 void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);

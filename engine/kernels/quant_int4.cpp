@@ -137,9 +137,14 @@ void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
     const float z = w.group_zero[sg];
     const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
     float* out = dst + static_cast<size_t>(g) * w.group_len;
-    for (int o = 0; o < w.group_len; ++o) {
-      const int n = nibble_in_group(o, w.group_len);
-      out[o] = (static_cast<float>((bytes[n >> 1] >> (4 * (n & 1))) & 15) - z) * s;
+    // Units as the layout cuts them: low nibbles first, then the high ones.
+    for (int o = 0; o < w.group_len; o += 64) {
+      const int half = std::min(64, w.group_len - o) / 2;
+      const uint8_t* b = bytes + o / 2;
+      for (int j = 0; j < half; ++j) {
+        out[o + j] = (static_cast<float>(b[j] & 15) - z) * s;
+        out[o + half + j] = (static_cast<float>(b[j] >> 4) - z) * s;
+      }
     }
   }
   if (!w.slot_input.empty()) {
@@ -160,18 +165,56 @@ void int4_gather_x(const PackedWeight& w, const float* x, float* dst) {
   for (int s = 0; s < w.ld; ++s) dst[s] = w.slot_input[s] >= 0 ? x[w.slot_input[s]] : 0.0f;
 }
 
+namespace {
+
+// One unit of n slots (64, or 32 for a half unit) -> int8 with its scale
+// sx = max|x| / 127 (round to nearest even); returns Σ sx · t in double.
+double quantize_unit(const float* x, int n, int8_t* q, float* scale) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float sx = amax / 127.0f;
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  int sum = 0;
+  for (int i = 0; i < n; ++i) {
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f));
+    sum += q[i];
+  }
+  *scale = sx;
+  return static_cast<double>(sx) * sum;
+}
+
+}  // namespace
+
 const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
-  const size_t elem = w.use_bf16_dot ? 2 : 4;
+  const size_t elem = w.int4_x == Int4X::f32 ? 4 : w.int4_x == Int4X::bf16 ? 2 : 1;
+  const int units = w.groups * int4_units_per_group(w);
   const size_t x_bytes = (static_cast<size_t>(m) * w.ld * elem + 63) / 64 * 64;
+  const size_t unit_bytes = w.int4_x == Int4X::int8 ? (static_cast<size_t>(m) * units * sizeof(float) + 63) / 64 * 64 : 0;
   const size_t sum_bytes = (static_cast<size_t>(m) * w.groups * sizeof(float) + 63) / 64 * 64;
-  buffer.resize(x_bytes + sum_bytes + sizeof(Int4StagedX));
+  buffer.resize(x_bytes + unit_bytes + sum_bytes + sizeof(Int4StagedX));
   unsigned char* base = buffer.as<unsigned char>();
-  float* sums = reinterpret_cast<float*>(base + x_bytes);
+  float* unit_scale = reinterpret_cast<float*>(base + x_bytes);
+  float* sums = reinterpret_cast<float*>(base + x_bytes + unit_bytes);
   thread_local std::vector<float> gathered;
   gathered.resize(w.ld);
   for (int j = 0; j < m; ++j) {
     int4_gather_x(w, x + static_cast<size_t>(j) * w.in, gathered.data());
-    if (w.use_bf16_dot) {
+    if (w.int4_x == Int4X::int8) {
+      int8_t* q = reinterpret_cast<int8_t*>(base) + static_cast<size_t>(j) * w.ld;
+      float* scales = unit_scale + static_cast<size_t>(j) * units;
+      const int per_group = int4_units_per_group(w);
+      for (int g = 0; g < w.groups; ++g) {
+        double sum = 0.0;
+        for (int u = 0; u < per_group; ++u) {
+          const int s0 = g * w.group_len + 64 * u;
+          const int n = std::min(64, w.group_len - 64 * u);
+          sum += quantize_unit(gathered.data() + s0, n, q + s0, scales + g * per_group + u);
+        }
+        sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
+      }
+      continue;
+    }
+    if (w.int4_x == Int4X::bf16) {
       uint16_t* dst = reinterpret_cast<uint16_t*>(base) + static_cast<size_t>(j) * w.ld;
       f32_to_bf16(gathered.data(), dst, w.ld);
       bf16_to_f32(dst, gathered.data(), w.ld);  // the sums must be of the values the kernel multiplies
@@ -187,8 +230,9 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
       sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
     }
   }
-  Int4StagedX* header = reinterpret_cast<Int4StagedX*>(base + x_bytes + sum_bytes);
+  Int4StagedX* header = reinterpret_cast<Int4StagedX*>(base + x_bytes + unit_bytes + sum_bytes);
   header->x = base;
+  header->unit_scale = w.int4_x == Int4X::int8 ? unit_scale : nullptr;
   header->group_sums = sums;
   return header;
 }

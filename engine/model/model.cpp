@@ -5,27 +5,35 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <thread>
 #include <chrono>
 #include <cstring>
 #include <string>
+
+#include "engine/model/quantized_weights.h"
 
 namespace xft::engine {
 
 namespace {
 
 // A weight block as read from the checkpoint: kept in bf16 when stored so
-// (exact and half the memory), else float32.
+// (exact and half the memory), else float32; 4-bit checkpoints' projections
+// in the plain int4 form.
 struct HostMatrix {
   std::vector<float> f32;
   std::vector<uint16_t> bf16;
   std::vector<float> bias;
+  Int4Matrix int4;
+  Int4Rows int4_view;
   int rows = 0;
   int cols = 0;
 
   LinearBlock block() const {
     LinearBlock b;
-    if (!bf16.empty()) {
+    if (!int4.q.empty()) {
+      b.int4 = &int4_view;
+    } else if (!bf16.empty()) {
       b.weight_bf16 = bf16.data();
     } else {
       b.weight_f32 = f32.data();
@@ -66,6 +74,35 @@ Expected<HostMatrix> read_matrix(const WeightSource& weights, const std::string&
                       std::to_string(static_cast<size_t>(m.rows) * m.cols));
   }
   return m;
+}
+
+// A projection "<base>.weight" restricted to outputs `rows` and inputs
+// `cols` of its full [full_rows, full_cols]: as stored, or from the 4-bit tensors.
+Expected<HostMatrix> read_projection(const WeightSource& weights, const std::string& base, Range rows, Range cols,
+                                     int full_rows, int full_cols) {
+  const QuantConfig& quant = weights.config().quant;
+  if (quant.method == QuantMethod::none) {
+    return read_matrix(weights, base + ".weight", slice_of(rows), slice_of(cols));
+  }
+  auto int4 = read_int4_projection(weights, quant, base, rows, cols, full_rows, full_cols);
+  if (!int4) return int4.error();
+  HostMatrix m;
+  m.rows = rows.size();
+  m.cols = cols.size();
+  m.int4 = std::move(*int4);
+  m.int4_view = m.int4.view();
+  return m;
+}
+
+// Fused int4 blocks share one input order; GPTQ stores a g_idx per projection.
+Expected<void> same_input_groups(const std::vector<const HostMatrix*>& blocks, const std::string& what) {
+  for (const HostMatrix* m : blocks) {
+    if (m->int4.group_of != blocks.front()->int4.group_of || m->int4.groups != blocks.front()->int4.groups) {
+      return make_error(what + ": the fused projections' g_idx differ (they read one input, so they must list the "
+                        "same group for each input row)");
+    }
+  }
+  return {};
 }
 
 Expected<std::vector<float>> read_vector(const WeightSource& weights, const std::string& name,
@@ -216,8 +253,17 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
     return make_error("tensor " + names.embed + ": " + std::to_string(embed->cols) +
                       " columns, config.json says hidden_size " + std::to_string(c.hidden));
   }
-  embed_bf16_ = std::move(embed->bf16);
-  embed_f32_ = std::move(embed->f32);
+  // A tied int4 model keeps one 4-bit copy of the table, the head's, and
+  // dequantizes the rows it embeds: a bf16 table beside it would be 4x the
+  // head's size and most of the model's resident memory at 1.5B.
+  embed_from_head_ = c.tie_embeddings && options_.dtype == WeightFormat::int4;
+  if (embed_from_head_) {
+    lm_head_ = Linear({embed->block()}, c.hidden, options_.dtype);
+  } else {
+    embed_bf16_ = std::move(embed->bf16);
+    embed_f32_ = std::move(embed->f32);
+  }
+  embed = HostMatrix{};
 
   // Layers load in parallel: generating fake weights and packing are
   // CPU-bound, and both weight sources are safe to read from many threads.
@@ -248,6 +294,7 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   if (!ln_f) return ln_f.error();
   ln_f_ = std::move(*ln_f);
 
+  if (embed_from_head_) return {};
   const std::string head_name = c.tie_embeddings ? names.embed : names.lm_head;
   auto head = read_matrix(weights, head_name, slice_of(partition_.vocab), {});
   if (!head) return head.error();
@@ -263,6 +310,11 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
   const Range q_rows{attn.q_heads.begin * d, attn.q_heads.end * d};
   const Range kv_rows{attn.kv_heads.begin * d, attn.kv_heads.end * d};
   const Range mlp = partition_.mlp;
+  const Range hidden{0, c.hidden};
+  const int q_width = c.heads * d, kv_width = c.kv_heads * d;
+  // Projections of a 4-bit checkpoint are int4 whatever --dtype says (it
+  // applies to the unquantized embedding and head).
+  const WeightFormat format = c.quant.method == QuantMethod::none ? options_.dtype : WeightFormat::int4;
   Layer layer;
 
   auto norm = [&](const std::string& name, std::vector<float>& out) -> Expected<void> {
@@ -276,11 +328,11 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
   std::string o_name, gate_name, up_name, down_name;
   if (c.arch == Architecture::qwen1) {
     // c_attn stacks q, k, v rows of `hidden` each (Qwen1 is multi-head).
-    const std::string name = p + "attn.c_attn.weight";
+    const std::string name = p + "attn.c_attn";
     const int h = c.heads * d;
     for (Range r : {q_rows, Range{h + kv_rows.begin, h + kv_rows.end},
                     Range{2 * h + kv_rows.begin, 2 * h + kv_rows.end}}) {
-      auto m = read_matrix(weights, name, slice_of(r), {});
+      auto m = read_projection(weights, name, r, hidden, 3 * h, c.hidden);
       if (!m) return m.error();
       if (c.qkv_bias) {
         auto b = attach_bias(weights, p + "attn.c_attn.bias", slice_of(r), *m);
@@ -290,14 +342,15 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
     }
     if (auto r = norm(p + "ln_1.weight", layer.ln_1); !r) return r.error();
     if (auto r = norm(p + "ln_2.weight", layer.ln_2); !r) return r.error();
-    o_name = p + "attn.c_proj.weight";
-    gate_name = p + "mlp.w2.weight";  // c_proj(w1(x) * silu(w2(x)))
-    up_name = p + "mlp.w1.weight";
-    down_name = p + "mlp.c_proj.weight";
+    o_name = p + "attn.c_proj";
+    gate_name = p + "mlp.w2";  // c_proj(w1(x) * silu(w2(x)))
+    up_name = p + "mlp.w1";
+    down_name = p + "mlp.c_proj";
   } else {
-    for (auto [proj, rows] : {std::pair{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}}) {
+    for (auto [proj, rows, full] : {std::tuple{"q_proj", q_rows, q_width}, {"k_proj", kv_rows, kv_width},
+                                    {"v_proj", kv_rows, kv_width}}) {
       const std::string base = p + "self_attn." + proj;
-      auto m = read_matrix(weights, base + ".weight", slice_of(rows), {});
+      auto m = read_projection(weights, base, rows, hidden, full, c.hidden);
       if (!m) return m.error();
       if (c.qkv_bias) {
         auto b = attach_bias(weights, base + ".bias", slice_of(rows), *m);
@@ -311,10 +364,10 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
       if (auto r = norm(p + "self_attn.q_norm.weight", layer.q_norm); !r) return r.error();
       if (auto r = norm(p + "self_attn.k_norm.weight", layer.k_norm); !r) return r.error();
     }
-    o_name = p + "self_attn.o_proj.weight";
-    gate_name = p + "mlp.gate_proj.weight";
-    up_name = p + "mlp.up_proj.weight";
-    down_name = p + "mlp.down_proj.weight";
+    o_name = p + "self_attn.o_proj";
+    gate_name = p + "mlp.gate_proj";
+    up_name = p + "mlp.up_proj";
+    down_name = p + "mlp.down_proj";
   }
   for (const HostMatrix& m : qkv) {
     if (m.cols != c.hidden) {
@@ -322,22 +375,28 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
                         " columns, config.json says hidden_size " + std::to_string(c.hidden));
     }
   }
-  layer.qkv = Linear({qkv[0].block(), qkv[1].block(), qkv[2].block()}, c.hidden, options_.dtype);
+  if (format == WeightFormat::int4 && c.quant.method != QuantMethod::none) {
+    if (auto same = same_input_groups({&qkv[0], &qkv[1], &qkv[2]}, p + "attention q/k/v"); !same) return same.error();
+  }
+  layer.qkv = Linear({qkv[0].block(), qkv[1].block(), qkv[2].block()}, c.hidden, format);
   qkv.clear();
 
-  auto o = read_matrix(weights, o_name, {}, slice_of(q_rows));
+  auto o = read_projection(weights, o_name, hidden, q_rows, c.hidden, q_width);
   if (!o) return o.error();
-  layer.o_proj = Linear({o->block()}, o->cols, options_.dtype);
+  layer.o_proj = Linear({o->block()}, o->cols, format);
 
-  auto gate = read_matrix(weights, gate_name, slice_of(mlp), {});
+  auto gate = read_projection(weights, gate_name, mlp, hidden, c.intermediate, c.hidden);
   if (!gate) return gate.error();
-  auto up = read_matrix(weights, up_name, slice_of(mlp), {});
+  auto up = read_projection(weights, up_name, mlp, hidden, c.intermediate, c.hidden);
   if (!up) return up.error();
-  layer.gate_up = Linear({gate->block(), up->block()}, c.hidden, options_.dtype);
+  if (format == WeightFormat::int4 && c.quant.method != QuantMethod::none) {
+    if (auto same = same_input_groups({&*gate, &*up}, p + "mlp gate/up"); !same) return same.error();
+  }
+  layer.gate_up = Linear({gate->block(), up->block()}, c.hidden, format);
 
-  auto down = read_matrix(weights, down_name, {}, slice_of(mlp));
+  auto down = read_projection(weights, down_name, hidden, mlp, c.hidden, c.intermediate);
   if (!down) return down.error();
-  layer.down = Linear({down->block()}, down->cols, options_.dtype);
+  layer.down = Linear({down->block()}, down->cols, format);
   return layer;
 }
 
@@ -353,7 +412,17 @@ uint64_t Model::weight_bytes() const {
   return total;
 }
 
-std::string Model::kernel_name() const { return lm_head_.kernel_name(); }
+uint64_t Model::decode_weight_bytes() const {
+  uint64_t total = weight_bytes() - embed_bf16_.size() * sizeof(uint16_t) - embed_f32_.size() * sizeof(float);
+  return total + static_cast<uint64_t>(config_.hidden) * (embed_f32_.empty() ? 2 : 4);
+}
+
+std::string Model::format_name() const {
+  if (config_.quant.method != QuantMethod::none) return quant_format_name(config_.quant);
+  return weight_format_name(options_.dtype);
+}
+
+std::string Model::kernel_name() const { return layers_.empty() ? lm_head_.kernel_name() : layers_[0].qkv.kernel_name(); }
 
 std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
   auto seq = std::make_unique<Sequence>();
@@ -390,7 +459,9 @@ void Model::embed(std::span<const int32_t> tokens, float* out) {
       continue;
     }
     const size_t offset = static_cast<size_t>(id - vocab.begin) * h;
-    if (!embed_bf16_.empty()) {
+    if (embed_from_head_) {
+      lm_head_.dequantize_row(id - vocab.begin, row);
+    } else if (!embed_bf16_.empty()) {
       bf16_to_f32(embed_bf16_.data() + offset, row, h);
     } else {
       std::memcpy(row, embed_f32_.data() + offset, h * sizeof(float));

@@ -99,6 +99,12 @@ class Model {
   int max_context() const { return max_context_; }
   // This rank's packed weights (what one decode step streams) plus embedding.
   uint64_t weight_bytes() const;
+  // Bytes one decode step reads: every projection and the head, norms, one
+  // embedding row (the embedding table itself is only indexed).
+  uint64_t decode_weight_bytes() const;
+  // The weight format of the projections: "bf16", "int8", "int4" (quantized
+  // at load), "gptq-int4", "awq-int4" (as the checkpoint stores them).
+  std::string format_name() const;
   // The kernel the projections use, e.g. "bf16/avx512-bf16".
   std::string kernel_name() const;
 
@@ -152,6 +158,7 @@ class Model {
 
   std::vector<uint16_t> embed_bf16_;  // [vocab slice][hidden]
   std::vector<float> embed_f32_;      // used instead when the checkpoint is not bf16
+  bool embed_from_head_ = false;      // tied int4: rows dequantized from lm_head_
   std::vector<Layer> layers_;
   std::vector<float> ln_f_;
   Linear lm_head_;

@@ -1,5 +1,6 @@
 #include "engine/model/partition.h"
 
+#include <algorithm>
 #include <string>
 
 namespace xft::engine {
@@ -22,6 +23,41 @@ AttentionSlice attention_slice(int heads, int kv_heads, int tp_size, int rank) {
   return slice;
 }
 
+namespace {
+
+// The MLP rows a 4-bit checkpoint splits in: down_proj's groups when they
+// tile the MLP, else the 8 rows of an int32.
+int mlp_unit(const ModelConfig& config) {
+  if (config.quant.method == QuantMethod::none) return 1;
+  const int g = config.quant.group_size;
+  return g > 0 && g % 8 == 0 && config.intermediate % g == 0 ? g : 8;
+}
+
+Range split_in_units(int total, int parts, int index, int unit) {
+  const Range units = split_range((total + unit - 1) / unit, parts, index);
+  return {std::min(total, units.begin * unit), std::min(total, units.end * unit)};
+}
+
+// Why a 4-bit checkpoint cannot be split over tp ranks ("" when it can).
+std::string quantized_split_problem(const ModelConfig& config, int tp) {
+  if (config.quant.method == QuantMethod::none) return "";
+  for (int rank = 0; rank < tp; ++rank) {
+    const AttentionSlice a = attention_slice(config.heads, config.kv_heads, tp, rank);
+    for (int bound : {a.q_heads.begin, a.q_heads.end, a.kv_heads.begin, a.kv_heads.end}) {
+      if (bound * config.head_dim % 8 != 0) {
+        return "rank " + std::to_string(rank) + "'s heads start or end at row " +
+               std::to_string(bound * config.head_dim) + ", inside an int32 of 8 packed rows";
+      }
+    }
+    if (split_in_units(config.intermediate, tp, rank, mlp_unit(config)).size() == 0) {
+      return "rank " + std::to_string(rank) + " would get no MLP rows";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank) {
   if (tp_size < 1 || tp_rank < 0 || tp_rank >= tp_size) {
     return make_error("tensor parallel rank " + std::to_string(tp_rank) + " of " +
@@ -41,11 +77,19 @@ Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, 
     return make_error("tensor parallel size " + std::to_string(tp_size) +
                       " exceeds the model's MLP width or vocabulary");
   }
+  if (std::string problem = quantized_split_problem(config, tp_size); !problem.empty()) {
+    std::string working;
+    for (int tp = 1; tp <= std::min(config.heads, 64); ++tp) {
+      if (quantized_split_problem(config, tp).empty()) working += (working.empty() ? "" : ", ") + std::to_string(tp);
+    }
+    return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split this 4-bit checkpoint: " +
+                      problem + " (rank counts that work: " + working + ")");
+  }
   RankPartition partition;
   partition.tp_rank = tp_rank;
   partition.tp_size = tp_size;
   partition.attention = attention_slice(config.heads, config.kv_heads, tp_size, tp_rank);
-  partition.mlp = split_range(config.intermediate, tp_size, tp_rank);
+  partition.mlp = split_in_units(config.intermediate, tp_size, tp_rank, mlp_unit(config));
   partition.vocab = split_range(config.vocab, tp_size, tp_rank);
   return partition;
 }

@@ -8,6 +8,10 @@
 //   o_proj     by input columns (the rank's query heads), then allreduce
 //   MLP        gate/up by output rows, down_proj by input columns, allreduce
 //   vocabulary embedding and lm_head rows by contiguous id ranges
+// A 4-bit checkpoint packs 8 rows per int32 and scales groups of inputs: its
+// MLP is split in whole groups of down_proj's inputs (else in eights), and a
+// rank count whose head split cuts a packed int32 is refused, naming the
+// counts that work.
 #pragma once
 
 #include <string>
