@@ -163,7 +163,7 @@ write_host_files() {  # NAME INDEX
   chmod 640 "$hd/etc_shadow"
   cp "$DIR/etc_hosts" "$hd/etc_hosts"
   local i=0 path
-  for path in "${PRIVATE_PATHS[@]}"; do
+  for path in "${PRIVATE_PATH_LIST[@]}"; do
     mkdir -p "$hd/private/$i"
     i=$((i + 1))
   done
@@ -177,7 +177,7 @@ write_host_files() {  # NAME INDEX
     printf 'HOST_VETH=%q\n' "$(printf 'xft%sv%02d' "$RUN_ID" "$index")"
     printf 'SHARED_PATH=%q\n' "$SHARED_PATH"
     printf 'SHARED_DIR=%q\n' "$(shared_dir_of "$name" "$index")"
-    printf 'PRIVATE_PATHS=%q\n' "${PRIVATE_PATHS[*]}"
+    printf 'PRIVATE_PATHS=%q\n' "${PRIVATE_PATH_LIST[*]}"
   } >"$hd/host.conf"
   mkdir -p "$(shared_dir_of "$name" "$index")"
 }
@@ -303,7 +303,7 @@ cmd_start() {
   AUTH=password
   SHARED_PATH=/mnt
   SHARE_GROUPS=()
-  PRIVATE_PATHS=()
+  PRIVATE_PATH_LIST=()  # host.conf carries it as the string PRIVATE_PATHS
   [[ $# -ge 1 ]] || die "usage: cluster.sh start DIR [options]"
   DIR=$1
   shift
@@ -316,7 +316,7 @@ cmd_start() {
       --shared-path) SHARED_PATH=$2; shift ;;
       --share) SHARE_GROUPS+=("$2"); shift ;;
       --share-all) SHARE_GROUPS+=("all") ;;
-      --private) PRIVATE_PATHS+=("$2"); shift ;;
+      --private) PRIVATE_PATH_LIST+=("$2"); shift ;;
       --owner) owner=$2; shift ;;
       --timeout) timeout=$2; shift ;;
       *) die "start: unknown option $1 (see the usage at the top of $0)" ;;
@@ -326,7 +326,7 @@ cmd_start() {
   [[ $count =~ ^[0-9]+$ ]] && ((count >= 1 && count <= 200)) || die "start: --hosts must be 1..200"
   [[ $AUTH == password || $AUTH == key ]] || die "start: --auth is password or key"
   [[ $SHARED_PATH == /* && -d $SHARED_PATH ]] || die "start: --shared-path $SHARED_PATH must be an existing absolute directory"
-  for path in "${PRIVATE_PATHS[@]}"; do
+  for path in "${PRIVATE_PATH_LIST[@]}"; do
     [[ $path == /* ]] || die "start: --private $path must be absolute"
   done
   [[ -n ${!PASSWORD_ENV:-} ]] || die "start: \$$PASSWORD_ENV is not set; export the root password the test hosts get"
@@ -368,7 +368,7 @@ cmd_start() {
   PASSWORD_HASH=$(openssl passwd -6 -stdin <<<"${!PASSWORD_ENV}")
   mkdir -p /run/sshd  # sshd's privilege separation directory
   # Mount points must exist; they stay empty here, the hosts see their own dirs.
-  for path in "${PRIVATE_PATHS[@]}"; do mkdir -p "$path"; done
+  for path in "${PRIVATE_PATH_LIST[@]}"; do mkdir -p "$path"; done
   : >"$DIR/hosts.list"
   local i name
   for i in $(seq 1 "$count"); do
