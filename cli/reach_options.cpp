@@ -21,7 +21,7 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags) {
     command.add_option("--known-hosts", flags.known_hosts,
                        "known_hosts file (else $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts)");
   if (absent("--fanout"))
-    command.add_option("--fanout", flags.fanout, "hosts worked on at once")
+    command.add_option(absent("-f") ? "-f,--fanout" : "--fanout", flags.fanout, "hosts worked on at once")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
   if (absent("--connect-timeout"))
@@ -32,9 +32,10 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags) {
     command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
         ->capture_default_str()
         ->check(CLI::Range(0, 86400 * 7));
-  if (absent("--hosts"))
-    command.add_option("--hosts", flags.hosts,
-                       "only these hosts: names, groups, ranges like h[01-04], globs; comma-separated");
+  // --hosts is the original name; -l/--limit the one Ansible users type.
+  if (absent("--hosts") && absent("--limit"))
+    command.add_option(absent("-l") ? "-l,--limit,--hosts" : "--limit,--hosts", flags.hosts,
+                       "hosts to work on, an Ansible pattern: all,compute,!node01; @group, &group, h[01-04], h0*");
 }
 
 std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags) {

@@ -1,6 +1,6 @@
 // What every command that talks to hosts shares (ping, exec, and later
 // playbooks and setup): the SSH flags, the transport built from them, the
-// --hosts selection, and the exit code a set of host failures maps to.
+// --limit (--hosts) selection, and the exit code a set of host failures maps to.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,11 +21,12 @@ struct ReachFlags {
   int fanout = launcher::kDefaultFanout;
   int connect_timeout_s = 10;
   int timeout_s = 0;  // per command; 0 = none
-  std::string hosts;  // --hosts PATTERN; empty = every host
+  std::string hosts;  // -l/--limit/--hosts PATTERN; empty = every host
 };
 
-// Adds --accept-new-host-keys, --known-hosts, --fanout, --connect-timeout,
-// --timeout and --hosts, each unless the command already has that option.
+// Adds --accept-new-host-keys, --known-hosts, -f/--fanout, --connect-timeout,
+// --timeout and -l/--limit/--hosts, each unless the command already has that
+// option (a short form is left out where the command uses the letter).
 // Set flags.timeout_s first to change its default.
 void add_reach_flags(CLI::App& command, ReachFlags& flags);
 
@@ -33,7 +34,7 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags);
 // notices go to stderr.
 std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags);
 
-// Locates and loads the inventory, then applies --hosts (inventory::select_hosts).
+// Locates and loads the inventory, then applies --limit (inventory::select_hosts).
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,
                                                            const std::string& pattern);
 

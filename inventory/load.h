@@ -26,10 +26,13 @@ Expected<std::vector<std::string>> expand_range(const std::string& pattern);
 // different prefixes/suffixes are joined with ",". Used by `xftctl exec` output folding.
 std::string fold_names(const std::vector<std::string>& names);
 
-// Hosts named by a target list (`--hosts`, a playbook's `hosts:`): "all", group names, host names,
-// addresses, ClusterShell ranges and globs ("h0*"), joined with commas outside brackets
-// ("head,node[01-02],compute"). Inventory order, each host once; empty selects every host. A word
-// that matches nothing is an error naming it, so a typo cannot silently shrink a run.
+// Hosts named by a pattern (`--limit`, a playbook's `hosts:`), Ansible's grammar over ClusterShell
+// names: words joined by ',' or ':' outside brackets, each "all", a group, a host name or address, a
+// range (node[01-04]) or a glob (h0*); "@name" is a group only, "&word" intersects and "!word"
+// excludes, applied after the plain words (only ! and & words: they narrow every host). Inventory
+// order, each host once; empty selects every host. A word that matches nothing is an error naming it
+// (with "did you mean"), so a typo cannot silently shrink or widen a run; so is a pattern that leaves
+// no host.
 Expected<std::vector<Host>> select_hosts(const Inventory& inventory, const std::string& targets);
 
 }  // namespace xft::inventory

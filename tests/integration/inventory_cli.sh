@@ -153,5 +153,14 @@ if [[ "$(cat kept.yaml)" != keep ]]; then echo "FAIL kept.yaml was overwritten";
 check import-missing-file 1 "" "xftctl: cannot open nonexistent.ini: No such file or directory" -- \
   "$XFTCTL" inventory import nonexistent.ini
 
+# Host selection (-l/--limit, --hosts, -f): every word is resolved before any
+# host is contacted, so these refusals need no SSH.
+check limit-typo 1 "" "xftctl: --hosts: nod01 is not an inventory host or group (did you mean \`node01\`?)" -- \
+  "$XFTCTL" -i "$data/groups.yaml" exec -f 8 -l 'all,!nod01' -- true
+check limit-long-name 1 "" "xftctl: --hosts: @compte is not an inventory group (did you mean \`@compute\`?)" -- \
+  "$XFTCTL" -i "$data/groups.yaml" ping --limit '@compte,!head'
+check limit-empty 1 "" "xftctl: --hosts: \`compute,!compute\` selects no host (the ! and & words remove every host the others name)" -- \
+  "$XFTCTL" -i "$data/groups.yaml" sync . --dest /tmp/x --hosts 'compute,!compute'
+
 if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
 echo "all inventory CLI checks passed"

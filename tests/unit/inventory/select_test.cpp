@@ -89,3 +89,86 @@ TEST(SelectHostsPatterns, AnItemMatchingNothingIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// node01..node04 in two racks, a login host and one reached over IPv6.
+Inventory racks() {
+  Inventory inv;
+  auto add = [&](const std::string& name, const std::string& address) {
+    Host host;
+    host.name = name;
+    host.address = address;
+    inv.hosts.push_back(host);
+  };
+  for (int i = 1; i <= 4; ++i) add("node0" + std::to_string(i), "10.0.0." + std::to_string(i));
+  add("login01", "10.0.0.9");
+  add("v6", "fd00::7");
+  inv.groups["compute"] = {"node01", "node02", "node03", "node04"};
+  inv.groups["rack1"] = {"node01", "node02"};
+  inv.groups["rack2"] = {"node03", "node04"};
+  inv.groups["login"] = {"login01"};
+  inv.groups["spare"] = {};
+  return inv;
+}
+
+std::string pick(const std::string& pattern) { return selected(racks(), pattern); }
+
+}  // namespace
+
+TEST(SelectHostsAnsible, ExclusionsRemoveWhatThePlainWordsName) {
+  EXPECT_EQ(pick("all,!node01"), "node02 node03 node04 login01 v6");
+  EXPECT_EQ(pick("compute,!node[03-04]"), "node01 node02");
+  EXPECT_EQ(pick("!node01,compute"), "node02 node03 node04");  // order does not matter, as in Ansible
+  EXPECT_EQ(pick("compute,!rack1,!node03"), "node04");
+  EXPECT_EQ(pick("!node01"), "node02 node03 node04 login01 v6");  // only exclusions: all minus those
+  EXPECT_EQ(pick("!compute,!fd00::7"), "login01");
+}
+
+TEST(SelectHostsAnsible, IntersectionsAndGroupsByAt) {
+  EXPECT_EQ(pick("compute,&rack2"), "node03 node04");
+  EXPECT_EQ(pick("&rack1"), "node01 node02");
+  EXPECT_EQ(pick("rack1,login,&compute"), "node01 node02");
+  EXPECT_EQ(pick("@compute,&@rack1,!node02"), "node01");
+  EXPECT_EQ(pick("@rack[1-2]"), "node01 node02 node03 node04");
+  EXPECT_EQ(pick("@rack*,!@rack2"), "node01 node02");
+  EXPECT_EQ(pick("@all,!@compute"), "login01 v6");
+  EXPECT_EQ(pick("rack*"), "node01 node02 node03 node04");  // a glob matches group names too
+  EXPECT_EQ(pick("rack2,login0*"), "node03 node04 login01");
+}
+
+TEST(SelectHostsAnsible, ColonsSeparateExceptInRangesAndIpv6) {
+  EXPECT_EQ(pick("compute:!node02"), "node01 node03 node04");
+  EXPECT_EQ(pick("rack1:login"), "node01 node02 login01");
+  EXPECT_EQ(pick("compute:&rack2:!node04"), "node03");
+  EXPECT_EQ(pick("fd00::7"), "v6");
+  EXPECT_EQ(pick("login01,fd00::7"), "login01 v6");
+  EXPECT_EQ(pick(" compute , !node01 "), "node02 node03 node04");
+}
+
+TEST(SelectHostsAnsible, WordsThatMatchNothingAreNamed) {
+  EXPECT_EQ(pick("comptue"), "error: comptue is not an inventory host or group (did you mean `compute`?)");
+  EXPECT_EQ(pick("all,!nod01"), "error: nod01 is not an inventory host or group (did you mean `node01`?)");
+  EXPECT_EQ(pick("compute,&rakc1"), "error: rakc1 is not an inventory host or group (did you mean `rack1`?)");
+  // Another number is another host, not a typo: no suggestion.
+  EXPECT_EQ(pick("compute,!node09"), "error: node09 is not an inventory host or group (see xftctl inventory show)");
+  EXPECT_EQ(pick("@compte"), "error: @compte is not an inventory group (did you mean `@compute`?)");
+  EXPECT_EQ(pick("@node01"), "error: @node01 is not an inventory group (see xftctl inventory show)");
+  EXPECT_EQ(pick("@x*"), "error: @x* matches no inventory group (see xftctl inventory show)");
+  EXPECT_EQ(pick("!x*"), "error: x* matches no inventory host or group (see xftctl inventory show)");
+  EXPECT_EQ(pick("a\x1b" "b"), "error: a\\x1bb is not an inventory host or group (see xftctl inventory show)");
+  EXPECT_EQ(pick("a\x1b[2J"), "error: bad range `a\\x1b[2J`: `[` at position 3 is never closed");
+}
+
+TEST(SelectHostsAnsible, EmptyWordsAndEmptySelectionsAreErrors) {
+  EXPECT_EQ(pick("!"), "error: empty target in `!` (write e.g. all, compute or node[01-04])");
+  EXPECT_EQ(pick("compute,&@"), "error: empty target in `compute,&@` (write e.g. all, compute or node[01-04])");
+  EXPECT_EQ(pick("compute::login"), "error: empty target in `compute::login` (write e.g. all, compute or node[01-04])");
+  EXPECT_EQ(pick("compute,!compute"),
+            "error: `compute,!compute` selects no host (the ! and & words remove every host the others name)");
+  EXPECT_EQ(pick("rack1,&login"),
+            "error: `rack1,&login` selects no host (the ! and & words remove every host the others name)");
+  EXPECT_EQ(pick("!all"), "error: `!all` selects no host (the ! and & words remove every host the others name)");
+  EXPECT_EQ(pick("spare"), "error: `spare` selects no host (its groups are empty)");
+  EXPECT_EQ(pick("compute,!spare"), "node01 node02 node03 node04");
+}
