@@ -61,7 +61,7 @@ Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const st
   }
   // An in-place rewrite (bind-mounted target) keeps the old mode, so the mode is set either way.
   if (mode_differs || (content_differs && current->exists)) {
-    auto chmod = session.run("chmod " + mode_text(wanted_mode) + " " + shell_quote(path));
+    auto chmod = session.run("chmod " + mode_text(wanted_mode) + " -- " + shell_quote(path));
     if (!chmod) return chmod.error();
     if (chmod->exit_status != 0)
       return RemoteError{launcher::Failure::other, "chmod " + path + ": " + chmod->err.substr(0, chmod->err.find('\n'))};

@@ -52,7 +52,7 @@ TaskResult ensure_directory(const std::string& path, std::optional<mode_t> mode,
     auto made = env.session.mkdir(path, wanted);
     if (!made) return from_error(made.error());
   }
-  auto result = run_shell_step(env, "chmod " + mode_text(wanted) + " " + shell_quote(path), path + ": " + what);
+  auto result = run_shell_step(env, "chmod " + mode_text(wanted) + " -- " + shell_quote(path), path + ": " + what);
   return result;
 }
 
@@ -83,7 +83,7 @@ TaskResult run_file(const nlohmann::json& args, TaskEnv& env) {
   if (!mode || *mode == info->mode) return outcome(false, path);
   std::string what = path + ": mode " + mode_text(info->mode) + " -> " + mode_text(*mode);
   if (env.check) return outcome(true, what + " (would be set)");
-  return run_shell_step(env, "chmod " + mode_text(*mode) + " " + shell_quote(path), what);
+  return run_shell_step(env, "chmod " + mode_text(*mode) + " -- " + shell_quote(path), what);
 }
 
 TaskResult run_copy(const nlohmann::json& args, TaskEnv& env) {

@@ -75,7 +75,7 @@ std::string join_names(const std::vector<std::string>& names) {
 // Where a user's ~/.ssh is: /root for root, else the passwd entry.
 launcher::Remote<std::string> ssh_dir(const std::string& user, TaskEnv& env) {
   if (user == "root") return std::string("/root/.ssh");
-  auto ran = env.session.run("getent passwd " + shell_quote(user) + " | cut -d: -f6");
+  auto ran = env.session.run("getent passwd -- " + shell_quote(user) + " | cut -d: -f6");
   if (!ran) return ran.error();
   std::string home = ran->out.substr(0, ran->out.find('\n'));
   if (ran->exit_status != 0 || home.empty())
