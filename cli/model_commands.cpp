@@ -112,13 +112,14 @@ void check(Context& ctx, const std::string& dir) {
     if (!meta) return fail(ctx, meta.error().message);
     uint64_t elements = 1;
     for (int64_t dim : meta->shape) elements *= uint64_t(dim);
-    bytes += elements * (meta->dtype == DType::f32 ? 4 : 2);
+    bytes += elements * (meta->dtype == DType::f32 || meta->dtype == DType::i32 ? 4 : 2);
     ++count;
   }
   std::printf("%s: %s, %d layers, hidden %d, heads %d (kv %d, head_dim %d), intermediate %d, "
-              "vocab %d, %s embeddings, %zu tensors, %s: OK\n",
+              "vocab %d, %s embeddings%s%s, %zu tensors, %s: OK\n",
               dir.c_str(), c.architecture_name.c_str(), c.layers, c.hidden, c.heads, c.kv_heads,
-              c.head_dim, c.intermediate, c.vocab, c.tie_embeddings ? "tied" : "untied", count,
+              c.head_dim, c.intermediate, c.vocab, c.tie_embeddings ? "tied" : "untied",
+              c.quant.method == QuantMethod::none ? "" : ", ", quant_format_name(c.quant).c_str(), count,
               human_bytes(bytes).c_str());
   ctx.exit_code = exit_ok;
 }
@@ -150,6 +151,11 @@ void add_model_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   make->add_option("--rope-theta", s.rope_theta, "rotary base")->capture_default_str();
   make->add_option("--max-pos", s.max_positions, "max position embeddings")->capture_default_str();
+  make->add_option("--quant", s.quant, "write a 4-bit checkpoint of the same weights: gptq or awq")
+      ->check(CLI::IsMember({"gptq", "awq"}));
+  make->add_option("--group-size", s.group_size, "4-bit: input rows per scale and zero (-1: one group)")
+      ->capture_default_str();
+  make->add_flag("--desc-act", s.desc_act, "GPTQ: scatter the groups over the input rows (g_idx, act order)");
   make->add_option("--tokenizer-dir", options->tokenizer_dir,
                    "folder with tokenizer.json + tokenizer_config.json (else $XFTCTL_TOKENIZER_DIR, "
                    "else third_party/tokenizer-qwen3)");

@@ -37,6 +37,18 @@ Expected<SafetensorsHeader> parse_safetensors_header(std::string_view prefix, ui
 // Writes `names` from `source` as bfloat16 into one safetensors file in the
 // given order: compact header, no __metadata__, padded with spaces to a
 // multiple of 8 (the layout the deterministic test model is hashed in).
+// One tensor's bytes as stored (little-endian).
+struct StoredTensor {
+  std::string name;
+  DType dtype = DType::bf16;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+// Writes whole in-memory tensors (any dtype) in the given order, laid out
+// as write_safetensors_bf16 does.
+Expected<void> write_safetensors(const std::string& path, const std::vector<StoredTensor>& tensors);
+
 Expected<void> write_safetensors_bf16(const std::string& path, const WeightSource& source,
                                       const std::vector<std::string>& names);
 

@@ -22,6 +22,30 @@ int64_t rows_per_chunk(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+Expected<void> write_safetensors(const std::string& path, const std::vector<StoredTensor>& tensors) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (offset) header += ",";
+    header += "\"" + t.name + "\":{\"dtype\":\"" + dtype_name(t.dtype) + "\",\"shape\":" + shape_text(t.shape) +
+              ",\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.data.size()) + "]}";
+    offset += t.data.size();
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
+  if (!file) return make_error("cannot create " + path + ": " + std::strerror(errno));
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+  bool ok = std::fwrite(length, 1, 8, file.get()) == 8 &&
+            std::fwrite(header.data(), 1, header.size(), file.get()) == header.size();
+  for (const auto& t : tensors) {
+    ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), file.get()) == t.data.size();
+  }
+  if (!ok || std::fflush(file.get()) != 0) return make_error("cannot write " + path + ": " + std::strerror(errno));
+  return {};
+}
+
 Expected<void> write_safetensors_bf16(const std::string& path, const WeightSource& source,
                                       const std::vector<std::string>& names) {
   std::vector<TensorMeta> metas;

@@ -121,10 +121,18 @@ Expected<void> write_model_files(const fs::path& dir, const TestModelSpec& spec,
                                 test_model_generation_config_json(spec));
   }
   if (!written) return written;
-  auto weights = make_fake_weights(*config, spec.seed);
-  std::vector<std::string> names;
-  for (const auto& tensor : expected_tensors(*config)) names.push_back(tensor.name);
-  written = write_safetensors_bf16((dir / "model.safetensors").string(), *weights, names);
+  ModelConfig plain_config = *config;
+  plain_config.quant = QuantConfig{};
+  auto weights = make_fake_weights(plain_config, spec.seed);
+  if (!spec.quant.empty()) {
+    auto tensors = quantized_test_tensors(*config, *weights, spec);
+    if (!tensors) return tensors.error();
+    written = write_safetensors((dir / "model.safetensors").string(), *tensors);
+  } else {
+    std::vector<std::string> names;
+    for (const auto& tensor : expected_tensors(*config)) names.push_back(tensor.name);
+    written = write_safetensors_bf16((dir / "model.safetensors").string(), *weights, names);
+  }
   if (!written) return written;
   if (!options.tokenizer_dir.empty()) return write_tokenizer_files(dir, spec, options.tokenizer_dir);
   return {};
@@ -207,6 +215,17 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
   } else if (spec.heads % spec.kv_heads != 0) {
     return spec_error("kv-heads", "must divide --heads " + std::to_string(spec.heads));
   }
+  if (!spec.quant.empty()) {
+    if (spec.quant != "gptq" && spec.quant != "awq") {
+      return spec_error("quant", "expected gptq or awq, got \"" + spec.quant + "\"");
+    }
+    if (spec.group_size != -1 && (spec.group_size <= 0 || spec.group_size % 8 != 0)) {
+      return spec_error("group-size", "expected -1 or a positive multiple of 8, got " + std::to_string(spec.group_size));
+    }
+    if (spec.desc_act && spec.quant != "gptq") return spec_error("desc-act", "only GPTQ checkpoints have desc_act");
+  } else if (spec.desc_act) {
+    return spec_error("desc-act", "needs --quant gptq");
+  }
   if (effective_head_dim(spec) % 2 != 0) {
     return spec_error("head-dim", "must be even for rotary embeddings, got " +
                                       std::to_string(effective_head_dim(spec)));
@@ -214,8 +233,28 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
   return {};
 }
 
+static ordered_json quantization_config(const TestModelSpec& s) {
+  ordered_json q;
+  if (s.quant == "gptq") {
+    q["quant_method"] = "gptq";
+    q["bits"] = 4;
+    q["group_size"] = s.group_size;
+    q["desc_act"] = s.desc_act;
+    q["sym"] = false;
+    q["checkpoint_format"] = "gptq";
+  } else {
+    q["quant_method"] = "awq";
+    q["bits"] = 4;
+    q["group_size"] = s.group_size;
+    q["version"] = "gemm";
+    q["zero_point"] = true;
+  }
+  return q;
+}
+
 std::string test_model_config_json(const TestModelSpec& s) {
   ordered_json c;
+  if (!s.quant.empty()) c["quantization_config"] = quantization_config(s);
   if (s.arch == Architecture::qwen1) {
     c["architectures"] = {"QWenLMHeadModel"};
     c["model_type"] = "qwen";

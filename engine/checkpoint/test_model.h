@@ -9,6 +9,7 @@
 
 #include "common/expected.h"
 #include "engine/checkpoint/config.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace xft::engine {
 
@@ -26,6 +27,11 @@ struct TestModelSpec {
   bool tie = true;       // ignored for qwen (always an untied lm_head)
   double rope_theta = 1e6;
   int max_positions = 4096;
+  // A 4-bit checkpoint of the same weights: "" (none), "gptq" or "awq";
+  // group_size -1 is one group per matrix; desc_act (GPTQ) scatters groups.
+  std::string quant;
+  int group_size = 128;
+  bool desc_act = false;
 };
 
 Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3
@@ -39,6 +45,14 @@ Expected<void> validate_spec(const TestModelSpec& spec);
 std::string test_model_config_json(const TestModelSpec& spec);
 std::string test_model_generation_config_json(const TestModelSpec& spec);
 Expected<ModelConfig> test_model_config(const TestModelSpec& spec);
+
+// The test model's weights quantized to 4 bits and packed in the spec's
+// layout (GPTQ or AWQ, engine/model/quantized_weights.h), every other
+// tensor bf16; `config` is test_model_config(spec), `plain` the unquantized
+// weights. Round to nearest per group (zero kept exact; classic GPTQ zeros
+// from 1, as its zero - 1 storage cannot hold 0).
+Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& config, const WeightSource& plain,
+                                                        const TestModelSpec& spec);
 
 struct WrittenFile {
   std::string path;
