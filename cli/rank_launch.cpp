@@ -137,19 +137,30 @@ void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine&
   std::fflush(stderr);
 }
 
+namespace {
+
+// Only the names reach mpirun's command line; launch() puts the values in its environment.
+void add_secret_names(std::vector<std::string>& pass_env, const RankRun& run) {
+  for (const auto& [name, value] : run.secret_env) pass_env.push_back(name);
+}
+
+}  // namespace
+
 int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, const RankRun& run) {
-  if (run.dry_run) {
-    auto command = launcher::build_mpirun_command(plan, mpirun);
-    if (!command) {
-      std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), command.error().message.c_str());
-      return exit_error;
-    }
-    std::printf("%s\n", launcher::shell_join(*command).c_str());
-    return exit_ok;
-  }
   launcher::LaunchSpec spec;
   spec.plan = plan;
   spec.mpirun = mpirun;
+  add_secret_names(spec.mpirun.pass_env, run);
+  if (run.dry_run) {
+    auto text = launcher::describe_mpirun_command(plan, spec.mpirun);
+    if (!text) {
+      std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), text.error().message.c_str());
+      return exit_error;
+    }
+    std::printf("%s", text->c_str());
+    return exit_ok;
+  }
+  spec.child_env = run.secret_env;
   spec.timeout = run.timeout;
   spec.kill_grace = run.kill_grace;
   spec.pass_stdin = run.pass_stdin;
@@ -197,11 +208,23 @@ int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command,
   argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",
                            "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
                            "-np", std::to_string(ranks)});
+  for (const auto& [name, value] : run.secret_env) argv.insert(argv.end(), {"-x", name});
   argv.insert(argv.end(), command.begin(), command.end());
   if (run.dry_run) {
     std::printf("%s\n", launcher::shell_join(argv).c_str());
     return exit_ok;
   }
+  auto env = launcher::environment_with(run.secret_env);
+  if (!env) {
+    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), env.error().message.c_str());
+    return exit_error;
+  }
+  // Built before fork: the child only calls async-signal-safe functions until exec.
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : *env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     std::fprintf(stderr, "xftctl: %s: pipe: %s\n", run.what.c_str(), std::strerror(errno));
@@ -212,10 +235,7 @@ int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command,
   if (pid == 0) {
     setpgid(0, 0);
     dup2(err_pipe[1], STDERR_FILENO);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }

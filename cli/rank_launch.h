@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -63,6 +64,10 @@ struct RankRun {
   // stderr; with tag_every_line, every line of every rank is tagged (`xftctl launch`).
   bool tag_every_line = false;
   std::function<void(const launcher::OutputLine&)> on_output;
+  // NAME/VALUE pairs every rank gets in its environment that must never be on a
+  // command line (an API key): set only in mpirun's own environment and
+  // forwarded with `-x NAME`. --dry-run shows `-x NAME`, never the value.
+  std::vector<std::pair<std::string, std::string>> secret_env;
 };
 
 // Runs the ranks and returns the exit code for the command: 0, 1 when mpirun

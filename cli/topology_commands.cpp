@@ -143,13 +143,23 @@ struct LaunchFlags {
   std::vector<std::string> command;
 };
 
-Expected<std::vector<std::pair<std::string, std::string>>> parse_env(const std::vector<std::string>& items) {
-  std::vector<std::pair<std::string, std::string>> env;
+struct RankEnv {
+  std::vector<std::pair<std::string, std::string>> on_command_line;  // -x VAR=VALUE
+  std::vector<std::pair<std::string, std::string>> forwarded;       // -x VAR: value from our environment
+};
+
+Expected<RankEnv> parse_env(const std::vector<std::string>& items) {
+  RankEnv env;
   for (const auto& item : items) {
     size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return make_error("-x " + item + ": expected VAR=VALUE");
-    env.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    if (eq == 0) return make_error("-x " + item + ": expected VAR=VALUE or VAR");
+    if (eq != std::string::npos) {
+      env.on_command_line.push_back({item.substr(0, eq), item.substr(eq + 1)});
+      continue;
+    }
+    const char* value = std::getenv(item.c_str());
+    if (!value) return make_error("-x " + item + ": " + item + " is not set in xftctl's environment");
+    env.forwarded.push_back({item, value});
   }
   return env;
 }
@@ -163,12 +173,13 @@ void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, c
   if (!mpirun) return fail(ctx, mpirun.error().message);
   auto env = parse_env(launch_flags.env);
   if (!env) return fail(ctx, env.error().message);
-  mpirun->env = *env;
+  mpirun->env = env->on_command_line;
   RankRun run;
   run.what = "launch";
   run.dry_run = launch_flags.dry_run;
   run.timeout = std::chrono::seconds(launch_flags.timeout_s);
   run.tag_every_line = true;
+  run.secret_env = env->forwarded;
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 
@@ -214,12 +225,16 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
   topo->callback([&] { run_topology(ctx, topo_flags, topo_reach); });
 
   auto* launch = app.add_subcommand("launch", "run a command as the ranks of the plan (mpirun + numactl)");
-  launch->add_flag("--dry-run", launch_flags.dry_run, "print the mpirun command instead of running it");
+  launch->add_flag("--dry-run", launch_flags.dry_run,
+                   "print the mpirun command and its ssh agent script instead of running them");
   launch->add_option("--timeout", launch_flags.timeout_s, "stop every rank after S seconds (0: no limit)")
       ->check(CLI::Range(0, 86400 * 30));
   launch->add_option("--local", launch_plan_flags.local_ranks, "N ranks on this machine, no inventory")
       ->check(CLI::Range(1, 4096));
-  launch->add_option("-x,--env", launch_flags.env, "VAR=VALUE for every rank (repeatable)");
+  launch->add_option("-x,--env", launch_flags.env,
+                     "VAR=VALUE for every rank, or VAR: its value from xftctl's environment, which never "
+                     "appears on a command line (repeatable)")
+      ->allow_extra_args(false);  // one value per -x, so `-x A=1 -- cmd -c` ends at --
   add_plan_flags(*launch, launch_plan_flags);
   launch->add_flag("--accept-new-host-keys", launch_reach.accept_new_host_keys,
                    "trust and record unknown host keys while probing facts");

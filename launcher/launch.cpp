@@ -20,6 +20,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "launcher/credentials.h"
 #include "launcher/fanout.h"
@@ -70,9 +71,22 @@ struct Pipe {
   }
 };
 
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 // fork + exec in a new process group; exec failures come back through a
 // close-on-exec pipe so "mpirun not found" is an error, not exit 127.
-Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err, bool pass_stdin) {
+Expected<pid_t> spawn(std::vector<std::string> argv, Pipe& out, Pipe& err, bool pass_stdin,
+                      const std::vector<std::pair<std::string, std::string>>& child_env) {
+  auto env = environment_with(child_env);
+  if (!env) return env.error();
+  // Built before fork: the child only calls async-signal-safe functions.
+  std::vector<char*> args = c_strings(argv);
+  std::vector<char*> envp = c_strings(*env);
   Pipe exec_status;
   if (!out.open() || !err.open() || !exec_status.open())
     return make_error(std::string("cannot create pipes: ") + std::strerror(errno));
@@ -89,10 +103,7 @@ Expected<pid_t> spawn(const std::vector<std::string>& argv, Pipe& out, Pipe& err
       int devnull = ::open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     int code = errno;
     (void)!::write(exec_status.write, &code, sizeof code);
     _exit(127);
@@ -267,6 +278,24 @@ std::string first_meaningful(const std::vector<std::string>& lines) {
 
 }  // namespace
 
+Expected<std::vector<std::string>> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  static const std::regex variable("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& [name, value] : overrides)
+    if (!std::regex_match(name, variable))
+      return make_error("cannot pass " + shell_join({name}) + " to mpirun's environment: not a variable name");
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    bool overridden = false;
+    for (const auto& o : overrides) overridden = overridden || o.first == name;
+    if (!overridden) env.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  return env;
+}
+
 bool parse_tagged_line(const std::string& line, int mpi_major, OutputLine& out) {
   static const std::regex tag(R"(^\[(\d+),(\d+)\]<(stdout|stderr)>:)");
   std::smatch m;
@@ -334,13 +363,21 @@ std::string LaunchResult::summary() const {
 }
 
 Expected<LaunchResult> launch(const LaunchSpec& spec) {
-  auto command = build_mpirun_command(spec.plan, spec.mpirun);
+  SignalGuard guard;  // first: a ^C from here on still removes the agent script
+  MpirunSpec mpirun = spec.mpirun;
+  std::optional<SshAgentFile> agent;  // removed on every return below
+  if (!mpirun.local_only) {
+    auto created = SshAgentFile::create(mpirun.ssh);
+    if (!created) return created.error();
+    agent.emplace(std::move(*created));
+    mpirun.ssh_agent_path = agent->path();
+  }
+  auto command = build_mpirun_command(spec.plan, mpirun);
   if (!command) return command.error();
   LaunchResult result;
   result.command = *command;
-  SignalGuard guard;
   Pipe out, err;
-  auto pid = spawn(*command, out, err, spec.pass_stdin);
+  auto pid = spawn(*command, out, err, spec.pass_stdin, spec.child_env);
   if (!pid) return pid.error();
   OutputCollector collector(spec, result);
   int status = supervise(*pid, out, err, spec, collector, result);

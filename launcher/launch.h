@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/expected.h"
@@ -38,6 +39,10 @@ struct LaunchSpec {
   std::function<void(const OutputLine&)> on_output;
   size_t stderr_tail_lines = 20;  // kept per rank for the failure report
   bool pass_stdin = false;  // mpirun reads our stdin (it forwards it to rank 0); else /dev/null
+  // Set only in mpirun's own environment (handed to exec, never to setenv here):
+  // with their names in mpirun.pass_env they reach the ranks without ever being
+  // on a command line.
+  std::vector<std::pair<std::string, std::string>> child_env;
 };
 
 struct RankFailure {
@@ -63,9 +68,16 @@ struct LaunchResult {
 };
 
 // Starts mpirun in its own process group and waits for it (with the timeout);
-// on timeout or SIGINT/SIGTERM the whole group is stopped. An error only when
-// mpirun could not be started; a failed rank is a LaunchResult.
+// on timeout or SIGINT/SIGTERM the whole group is stopped. Unless every rank
+// is local, mpirun's ssh is an SshAgentFile that lives as long as the launch.
+// An error only when mpirun could not be started; a failed rank is a LaunchResult.
 Expected<LaunchResult> launch(const LaunchSpec& spec);
+
+// This process's environment as NAME=VALUE strings with `overrides` set, for an
+// exec whose child must see values we never put into our own environment.
+// An error for a name that is not [A-Za-z_][A-Za-z0-9_]*.
+Expected<std::vector<std::string>> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
 
 // Splits "[1,3]<stderr>:text" (4.x) / "[1,3]<stderr>: text" (5.x); false for untagged lines.
 bool parse_tagged_line(const std::string& line, int mpi_major, OutputLine& out);

@@ -1,7 +1,15 @@
 #include "launcher/mpirun.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <regex>
+
+#include "common/atomic_file.h"
 
 namespace xft::launcher {
 
@@ -29,15 +37,74 @@ std::vector<std::pair<std::string, std::string>> fabric_env(const MpirunSpec& sp
   return env;
 }
 
-std::string ssh_agent_command(const SshAgent& ssh) {
+namespace {
+
+bool has_control_character(const std::string& text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
+// ssh rewrites -i and UserKnownHostsFile paths (%-tokens, ${VAR}); a path that
+// holds them would name another file, so it is refused rather than guessed at.
+Expected<void> check_ssh_path(const std::string& what, const std::string& path) {
+  if (has_control_character(path)) return make_error(what + " path has a control character: " + shell_join({path}));
+  if (path.find('%') != std::string::npos || path.find("${") != std::string::npos)
+    return make_error(what + " " + path + ": ssh expands % and ${...} in this path; use a path without them");
+  return {};
+}
+
+}  // namespace
+
+Expected<std::string> ssh_agent_script(const SshAgent& ssh) {
   // BatchMode: never prompt (a prompt would hang every orted launch);
   // StrictHostKeyChecking=yes against xftctl's own known_hosts only.
-  std::string agent = "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes";
-  if (!ssh.known_hosts.empty()) agent += " -o UserKnownHostsFile=" + ssh.known_hosts;
-  if (!ssh.key.empty()) agent += " -o IdentitiesOnly=yes -i " + ssh.key;
-  if (!ssh.user.empty()) agent += " -l " + ssh.user;
-  if (ssh.port != 22) agent += " -p " + std::to_string(ssh.port);
-  return agent;
+  // -x: no X11 forwarding (Open MPI adds it itself only to an agent named ssh).
+  std::vector<std::string> argv = {"exec", "ssh", "-x", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"};
+  if (!ssh.known_hosts.empty()) {
+    if (auto ok = check_ssh_path("known_hosts", ssh.known_hosts); !ok) return ok.error();
+    // ssh parses an -o value as a config line: double quotes keep a path with spaces one file.
+    if (ssh.known_hosts.find_first_of("\"\\") != std::string::npos)
+      return make_error("known_hosts path " + ssh.known_hosts + ": ssh cannot take a quote or backslash there");
+    argv.insert(argv.end(), {"-o", "UserKnownHostsFile=\"" + ssh.known_hosts + "\""});
+  }
+  if (!ssh.key.empty()) {
+    if (auto ok = check_ssh_path("SSH key", ssh.key); !ok) return ok.error();
+    argv.insert(argv.end(), {"-o", "IdentitiesOnly=yes", "-i", ssh.key});
+  }
+  if (!ssh.user.empty()) argv.insert(argv.end(), {"-l", ssh.user});
+  argv.insert(argv.end(), {"-p", std::to_string(ssh.port), "--"});
+  return "#!/bin/sh\n"
+         "# mpirun's ssh for one xftctl launch; Open MPI runs it as: mpirun-ssh HOST COMMAND...\n" +
+         shell_join(argv) + " \"$@\"\n";
+}
+
+std::string ssh_agent_dir_template() {
+  static const std::regex plain("/[A-Za-z0-9_./-]*");
+  std::string dir = "/tmp";
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && std::regex_match(tmpdir, plain)) dir = tmpdir;
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();
+  return dir + "/xftctl-launch.XXXXXX";
+}
+
+Expected<SshAgentFile> SshAgentFile::create(const SshAgent& ssh) {
+  auto script = ssh_agent_script(ssh);
+  if (!script) return script.error();
+  std::string dir = ssh_agent_dir_template();
+  if (!::mkdtemp(dir.data()))
+    return make_error("cannot create a private directory for mpirun's ssh agent (" + dir + "): " +
+                      std::strerror(errno));
+  SshAgentFile file(dir, dir + "/" + kSshAgentName);  // from here on, going out of scope cleans up
+  if (auto written = write_file_atomic(file.path_, *script, 0700); !written) return written.error();
+  return file;
+}
+
+SshAgentFile::SshAgentFile(SshAgentFile&& other) noexcept
+    : dir_(std::exchange(other.dir_, {})), path_(std::exchange(other.path_, {})) {}
+
+SshAgentFile::~SshAgentFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+  if (!dir_.empty()) ::rmdir(dir_.c_str());
 }
 
 namespace {
@@ -80,6 +147,9 @@ std::map<std::string, int> ranks_per_host(const RankPlan& plan) {
 Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, const MpirunSpec& spec) {
   if (plan.ranks.empty()) return make_error("the rank plan has no ranks");
   if (spec.command.empty()) return make_error("no command to launch: give it after --");
+  static const std::regex variable("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& name : spec.pass_env)
+    if (!std::regex_match(name, variable)) return make_error("cannot forward " + shell_join({name}) + ": not a variable name");
   std::vector<std::string> out = {spec.mpirun};
   if (spec.as_root) out.push_back("--allow-run-as-root");
   // numactl does the binding; Open MPI's own would fight it.
@@ -90,7 +160,16 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     out.push_back("--tag-output");
   transport_params(out, spec);
   if (!spec.local_only) {
-    launcher_param(out, spec, "agent", ssh_agent_command(spec.ssh));
+    if (spec.ssh_agent_path.empty()) return make_error("no ssh agent script for mpirun (SshAgentFile)");
+    // Open MPI splits the agent on spaces (and colons), so the path must be one plain word.
+    static const std::regex plain_path("/[A-Za-z0-9_./-]+");
+    if (!std::regex_match(spec.ssh_agent_path, plain_path))
+      return make_error("ssh agent path " + shell_join({spec.ssh_agent_path}) +
+                        " would not reach mpirun as one word; set TMPDIR to a plain path");
+    // Through /bin/sh, not the script itself: every remote daemon also looks
+    // the agent up and fails when it is missing there (this machine's TMPDIR is
+    // not the hosts'), and a noexec TMPDIR could not run it.
+    launcher_param(out, spec, "agent", "/bin/sh " + spec.ssh_agent_path);
     // mpirun starts every daemon itself: a tree spawn would need the key on the hosts.
     launcher_param(out, spec, "no_tree_spawn", "1");
   }
@@ -106,10 +185,28 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     out.insert(out.end(), {"-x", "OMP_NUM_THREADS=" + std::to_string(rank.omp_threads())});
     if (!rank.comm_cpus.empty()) out.insert(out.end(), {"-x", "XFT_COMM_CPUS=" + format_cpu_list(rank.comm_cpus)});
     for (const auto& [name, value] : env) out.insert(out.end(), {"-x", name + "=" + value});
+    for (const auto& name : spec.pass_env) out.insert(out.end(), {"-x", name});
     for (const auto& t : rank.numactl_tokens()) out.push_back(t);
     out.insert(out.end(), spec.command.begin(), spec.command.end());
   }
   return out;
+}
+
+Expected<std::string> describe_mpirun_command(const RankPlan& plan, MpirunSpec spec) {
+  std::string script;
+  if (!spec.local_only) {
+    auto text = ssh_agent_script(spec.ssh);
+    if (!text) return text.error();
+    script = std::move(*text);
+    spec.ssh_agent_path = ssh_agent_dir_template() + "/" + kSshAgentName;
+  }
+  auto command = build_mpirun_command(plan, spec);
+  if (!command) return command.error();
+  std::string text = shell_join(*command) + "\n";
+  if (!script.empty())
+    text += "# " + spec.ssh_agent_path +
+            ", mpirun's ssh (made for the launch in a private directory, mode 0700, removed after it):\n" + script;
+  return text;
 }
 
 std::string shell_join(const std::vector<std::string>& tokens) {

@@ -1,6 +1,8 @@
 // Builds the Open MPI mpirun command line for a rank plan: one app context per
 // rank, each wrapped in its numactl binding, with the fabric's environment and
-// MCA settings, and ssh restricted to xftctl's key and known_hosts.
+// MCA settings, and ssh restricted to xftctl's key and known_hosts through a
+// generated agent script (Open MPI splits an agent string on spaces, so no
+// inventory value may ever be part of one).
 #pragma once
 
 #include <string>
@@ -30,21 +32,54 @@ struct MpirunSpec {
   bool as_root = false;   // adds --allow-run-as-root
   bool local_only = false;  // every rank on this machine: no ssh agent
   SshAgent ssh;
+  // Where ssh_agent_script(ssh) is written for this launch (SshAgentFile);
+  // plm_rsh_agent / plm_ssh_agent is "/bin/sh PATH". Required unless local_only.
+  std::string ssh_agent_path;
   std::string provider = "tcp;ofi_rxm";  // libfabric provider string
   std::string iface;       // fabric interface name on the hosts (FI_*_IFACE, btl_tcp_if_include)
   std::string oob_subnet;  // CIDR or interface for Open MPI's out-of-band channel; empty: Open MPI picks
   std::vector<std::pair<std::string, std::string>> env;  // extra -x VAR=VALUE for every rank
+  std::vector<std::string> pass_env;  // -x NAME: value taken from mpirun's own environment, never on a command line
   std::vector<std::string> command;                      // what each rank runs, after numactl
 };
 
 // The fabric preset's environment (FI_PROVIDER and friends).
 std::vector<std::pair<std::string, std::string>> fabric_env(const MpirunSpec& spec);
 
-// The "ssh -o BatchMode=yes ..." string given to plm_rsh_agent.
-std::string ssh_agent_command(const SshAgent& ssh);
+// The sh script mpirun runs as its ssh: `exec ssh OPTIONS -- "$@"` where the
+// user, key and known_hosts path are each one single-quoted argument. An error
+// for a path ssh itself would rewrite (% and ${} expansion, control characters;
+// quotes and backslash in known_hosts, which ssh parses as a config line).
+Expected<std::string> ssh_agent_script(const SshAgent& ssh);
+
+// The mkdtemp template of the private directory that holds the agent script:
+// $TMPDIR (when absolute and plain: Open MPI splits the agent on spaces and
+// colons and passes it to the hosts' shells in double quotes), else /tmp.
+std::string ssh_agent_dir_template();
+inline constexpr const char* kSshAgentName = "mpirun-ssh";
+
+// The agent script written for one launch: a directory made by mkdtemp (0700)
+// holding the script (0700); both are removed when this goes away.
+class SshAgentFile {
+ public:
+  static Expected<SshAgentFile> create(const SshAgent& ssh);
+  SshAgentFile(SshAgentFile&& other) noexcept;
+  SshAgentFile& operator=(SshAgentFile&&) = delete;
+  SshAgentFile(const SshAgentFile&) = delete;
+  ~SshAgentFile();
+  const std::string& path() const { return path_; }
+
+ private:
+  SshAgentFile(std::string dir, std::string path) : dir_(std::move(dir)), path_(std::move(path)) {}
+  std::string dir_, path_;
+};
 
 // Every token of the mpirun command, in order.
 Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, const MpirunSpec& spec);
+
+// What --dry-run prints: the mpirun command (the agent at its template path)
+// and, when ssh is used, the agent script. pass_env names appear as `-x NAME`.
+Expected<std::string> describe_mpirun_command(const RankPlan& plan, MpirunSpec spec);
 
 // Tokens joined for a POSIX shell; a token with anything outside
 // [A-Za-z0-9_@%+=:,./-] is single-quoted.

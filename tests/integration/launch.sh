@@ -5,8 +5,12 @@
 # (tests/cluster/cluster.sh, real sshd, mpirun over xftctl's ssh key and
 # known_hosts). Also: a failing rank is named with its last stderr lines, a
 # launch timeout stops every rank, and --dry-run prints the exact Open MPI 4.1
-# command. All test hosts share this machine's CPUs, so plans use
-# --cores-per-rank 1.
+# command and the ssh agent script mpirun runs. On 2 of the hosts, an inventory
+# whose key path (and a known_hosts path) has a space: the launch works, and a
+# secret forwarded with `-x NAME` reaches the remote ranks while no process's
+# command line on this machine (mpirun, ssh, orted, ranks: the test hosts share
+# its PID namespace) ever holds it. All test hosts share this machine's CPUs,
+# so plans use --cores-per-rank 1.
 set -euo pipefail
 
 XFTCTL=${XFTCTL:?set XFTCTL to the built xftctl}
@@ -124,9 +128,10 @@ expect_contains "cluster: rank map, last host" "3  | h04       | $HOST_H04_ADDR 
 expect_contains "cluster: transport matrix row" "0  -            shm          tcp;ofi_rxm" "$map"
 
 plan=$(planned_cpus "${inv[@]}" topology "${topo[@]}")
-dry=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run -- "$RANK_XFTCTL" rank-probe)
-agent="'ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$kh -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root'"
-expected="mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include $CLUSTER_SUBNET --mca plm_rsh_agent $agent --mca plm_rsh_no_tree_spawn 1"
+# TMPDIR fixes where the agent's private directory goes (its name is mkdtemp's).
+dry=$(TMPDIR=/tmp "$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run -- "$RANK_XFTCTL" rank-probe)
+agent=/tmp/xftctl-launch.XXXXXX/mpirun-ssh
+expected="mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include $CLUSTER_SUBNET --mca plm_rsh_agent '/bin/sh $agent' --mca plm_rsh_no_tree_spawn 1"
 rank=0
 for h in h01 h02 h03 h04; do
   addr_var=HOST_${h^^}_ADDR
@@ -138,7 +143,13 @@ for h in h01 h02 h03 h04; do
   done
 done
 # Token by token, so a difference points at the token.
-expect_eq "cluster: --dry-run tokens (Open MPI 4.1)" "$(echo "$expected" | tr ' ' '\n')" "$(echo "$dry" | tr ' ' '\n')"
+expect_eq "cluster: --dry-run tokens (Open MPI 4.1)" "$(echo "$expected" | tr ' ' '\n')" "$(echo "$dry" | head -n 1 | tr ' ' '\n')"
+expect_eq "cluster: --dry-run prints the ssh agent script" \
+  "# $agent, mpirun's ssh (made for the launch in a private directory, mode 0700, removed after it):
+#!/bin/sh
+# mpirun's ssh for one xftctl launch; Open MPI runs it as: mpirun-ssh HOST COMMAND...
+exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=\"$kh\"' -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root -p 22 -- \"\$@\"" \
+  "$(echo "$dry" | tail -n +2)"
 
 out=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- "$RANK_XFTCTL" rank-probe)
 expected_ranks=$(echo "$plan" | awk '{h = sprintf("h%02d", int($1 / 2) + 1); print $1, h, $2}')
@@ -154,6 +165,63 @@ expect_eq "cluster: a failing remote rank makes launch exit 2" 2 "$rc"
 expect_contains "cluster: the failing host and rank are named" \
   "xftctl: rank 5 (h03, $HOST_H03_ADDR) exited with code 9; mpirun stopped every other rank" "$err"
 expect_contains "cluster: with its stderr" $'last stderr of rank 5:\n  rank five: out of memory' "$err"
+
+# --- 2 hosts, a key path and a known_hosts path with a space -------------------
+mkdir -p "$work/key dir" "$work/kh dir" "$work/agent-tmp"
+cp "$CLUSTER_KEY" "$work/key dir/id_ed25519"
+cp "$kh" "$work/kh dir/known_hosts"
+spaced_inv=$work/spaced.yaml
+awk -v key="$work/key dir/id_ed25519" '/^  key: / {print "  key: \"" key "\""; next} {print}' \
+  "$CLUSTER_INVENTORY" >"$spaced_inv"
+grep -q 'key dir' "$spaced_inv" || fail "spaced: the inventory names the copied key"
+spaced=(-i "$spaced_inv" launch --hosts h01,h02 --ranks-per-host 1 --cores-per-rank 1
+  --known-hosts "$work/kh dir/known_hosts")
+
+dry=$(TMPDIR=/tmp XFT_LAUNCH_SECRET=never-printed "$XFTCTL" "${spaced[@]}" -x XFT_LAUNCH_SECRET --dry-run -- true)
+expect_contains "spaced: --dry-run forwards the secret by name only" \
+  "-x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 -x XFT_LAUNCH_SECRET numactl" "$dry"
+[[ $dry != *never-printed* ]] && pass "spaced: --dry-run never shows the secret's value" ||
+  fail "spaced: the secret's value is in the --dry-run output"
+expect_eq "spaced: the agent script quotes each path as one argument" \
+  "exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=\"$work/kh dir/known_hosts\"' -o IdentitiesOnly=yes -i '$work/key dir/id_ed25519' -l root -p 22 -- \"\$@\"" \
+  "$(echo "$dry" | tail -n 1)"
+
+# The secret is read from a file by grep, so no command line of ours holds it either.
+secret="xft-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$secret" >"$work/secret"
+TMPDIR=$work/agent-tmp XFT_LAUNCH_SECRET=$secret "$XFTCTL" "${spaced[@]}" -x XFT_LAUNCH_SECRET --timeout 120 \
+  -- sh -c 'printf "%s secret=%s\n" "$(hostname)" "$XFT_LAUNCH_SECRET"; sleep 4' >"$work/spaced.out" 2>&1 &
+launch_pid=$!
+saw_ssh=0 leaks=0 agent_mode=
+# "-i", then the whole key path as the next argument, in some ssh's argv.
+ssh_has_spaced_key() {  # CMDLINE_FILE
+  local prev= arg
+  while IFS= read -r -d '' arg; do
+    [[ $prev == -i && $arg == "$work/key dir/id_ed25519" ]] && return 0
+    prev=$arg
+  done <"$1"
+  return 1
+}
+while kill -0 "$launch_pid" 2>/dev/null; do
+  for f in $(grep -laF IdentitiesOnly=yes /proc/[0-9]*/cmdline 2>/dev/null); do
+    ssh_has_spaced_key "$f" 2>/dev/null && saw_ssh=1
+  done
+  leaks=$((leaks + $({ grep -laFf "$work/secret" /proc/[0-9]*/cmdline 2>/dev/null || true; } | wc -l)))
+  for a in "$work"/agent-tmp/xftctl-launch.*/mpirun-ssh; do
+    [[ -f $a ]] && agent_mode=$(stat -c '%a' "$(dirname "$a")" "$a" | tr '\n' ' ')
+  done
+  sleep 0.2
+done
+rc=0
+wait "$launch_pid" || rc=$?
+expect_eq "spaced: launch with a key path that has a space exits 0" 0 "$rc"
+expect_eq "spaced: the secret reached both remote ranks" \
+  "[0 h01] h01 secret=$secret
+[1 h02] h02 secret=$secret" "$(grep ' secret=' "$work/spaced.out" | sort)"
+expect_eq "spaced: mpirun's ssh ran with the key path as one argument" 1 "$saw_ssh"
+expect_eq "spaced: no command line held the secret during the launch" 0 "$leaks"
+expect_eq "spaced: the agent script and its directory were private (0700)" "700 700 " "$agent_mode"
+expect_eq "spaced: the agent's directory is gone after the launch" "" "$(ls -A "$work/agent-tmp")"
 
 if ((failures)); then
   echo "$failures check(s) failed" >&2

@@ -1,5 +1,16 @@
-// The mpirun command line, token by token (Open MPI 4.1 and 5.x syntax).
+// The mpirun command line, token by token (Open MPI 4.1 and 5.x syntax), and
+// the ssh agent script mpirun runs: its exact text, and what ssh receives when
+// it runs (a stub ssh on PATH prints its argv).
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include "launcher/mpirun.h"
 
@@ -29,6 +40,7 @@ MpirunSpec tcp_spec() {
   MpirunSpec spec;
   spec.as_root = true;
   spec.ssh = {"/root/.config/xftctl/id_ed25519", "/root/.config/xftctl/known_hosts", "root", 22};
+  spec.ssh_agent_path = "/tmp/xftctl-launch.AbC123/mpirun-ssh";
   spec.provider = "tcp;ofi_rxm";
   spec.iface = "eth1";
   spec.oob_subnet = "10.9.0.0/24";
@@ -45,9 +57,7 @@ TEST(Mpirun, OpenMpi41TcpTokens) {
       "--mca", "btl", "self,vader,tcp",
       "--mca", "btl_tcp_if_include", "eth1",
       "--mca", "oob_tcp_if_include", "10.9.0.0/24",
-      "--mca", "plm_rsh_agent",
-      "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.config/xftctl/known_hosts "
-      "-o IdentitiesOnly=yes -i /root/.config/xftctl/id_ed25519 -l root",
+      "--mca", "plm_rsh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
       "--mca", "plm_rsh_no_tree_spawn", "1",
       "-np", "1", "-H", "10.9.0.11:2", "-x", "OMP_NUM_THREADS=3", "-x", "XFT_COMM_CPUS=6",
       "-x", "FI_PROVIDER=tcp;ofi_rxm", "-x", "FI_TCP_IFACE=eth1",
@@ -78,9 +88,7 @@ TEST(Mpirun, ErdmaVerbsPreset) {
       "mpirun", "--bind-to", "none", "--tag-output",
       "--mca", "pml", "cm", "--mca", "mtl", "ofi",
       "--mca", "oob_tcp_if_include", "10.9.0.0/24",
-      "--mca", "plm_rsh_agent",
-      "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.config/xftctl/known_hosts "
-      "-o IdentitiesOnly=yes -i /root/.config/xftctl/id_ed25519 -p 2222",
+      "--mca", "plm_rsh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
       "--mca", "plm_rsh_no_tree_spawn", "1",
       "-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=1",
       "-x", "FI_PROVIDER=verbs;ofi_rxm", "-x", "FI_OFI_RXM_USE_SRX=0", "-x", "FI_VERBS_RX_IOV_LIMIT=1",
@@ -115,9 +123,7 @@ TEST(Mpirun, OpenMpi5Syntax) {
       "--mca", "pml", "ob1", "--mca", "btl", "self,sm,tcp",
       "--mca", "btl_tcp_if_include", "10.9.0.0/24",
       "--mca", "oob_tcp_if_include", "10.9.0.0/24",
-      "--prtemca", "plm_ssh_agent",
-      "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=/root/.config/xftctl/known_hosts "
-      "-o IdentitiesOnly=yes -i /root/.config/xftctl/id_ed25519 -l root",
+      "--prtemca", "plm_ssh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
       "--prtemca", "plm_ssh_no_tree_spawn", "1",
       "-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=2", "-x", "FI_PROVIDER=tcp;ofi_rxm",
       "-x", "XFT_LOG=debug",
@@ -147,6 +153,205 @@ TEST(Mpirun, Errors) {
   EXPECT_EQ(build_mpirun_command(RankPlan{}, spec).error().message, "the rank plan has no ranks");
   spec.command.clear();
   EXPECT_EQ(build_mpirun_command(two_hosts(), spec).error().message, "no command to launch: give it after --");
+  spec = tcp_spec();
+  spec.ssh_agent_path.clear();
+  EXPECT_EQ(build_mpirun_command(two_hosts(), spec).error().message,
+            "no ssh agent script for mpirun (SshAgentFile)");
+  spec.ssh_agent_path = "/tmp/my dir/mpirun-ssh";
+  EXPECT_EQ(build_mpirun_command(two_hosts(), spec).error().message,
+            "ssh agent path '/tmp/my dir/mpirun-ssh' would not reach mpirun as one word; set TMPDIR to a plain path");
+}
+
+// Given straight to the launcher (no inventory validation in between).
+const std::string kHostileUser = "root -o ProxyCommand=touch${IFS}/tmp/PWNED";
+
+SshAgent hostile_agent() {
+  return {"/tmp/key dir/id_ed25519", "/root/.config/xftctl/known_hosts", kHostileUser, 2222};
+}
+
+TEST(MpirunSshAgent, EveryValueIsOneSingleQuotedArgument) {
+  auto script = ssh_agent_script(hostile_agent());
+  ASSERT_TRUE(script.ok()) << script.error().message;
+  EXPECT_EQ(*script,
+            "#!/bin/sh\n"
+            "# mpirun's ssh for one xftctl launch; Open MPI runs it as: mpirun-ssh HOST COMMAND...\n"
+            "exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes "
+            "-o 'UserKnownHostsFile=\"/root/.config/xftctl/known_hosts\"' -o IdentitiesOnly=yes "
+            "-i '/tmp/key dir/id_ed25519' -l 'root -o ProxyCommand=touch${IFS}/tmp/PWNED' -p 2222 -- \"$@\"\n");
+}
+
+TEST(MpirunSshAgent, WithoutKeyUserOrKnownHosts) {
+  auto script = ssh_agent_script(SshAgent{});
+  ASSERT_TRUE(script.ok());
+  EXPECT_EQ(*script,
+            "#!/bin/sh\n"
+            "# mpirun's ssh for one xftctl launch; Open MPI runs it as: mpirun-ssh HOST COMMAND...\n"
+            "exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -p 22 -- \"$@\"\n");
+}
+
+TEST(MpirunSshAgent, PathsSshWouldRewriteAreRefused) {
+  SshAgent ssh = hostile_agent();
+  ssh.key = "/keys/%h/id";
+  EXPECT_EQ(ssh_agent_script(ssh).error().message,
+            "SSH key /keys/%h/id: ssh expands % and ${...} in this path; use a path without them");
+  ssh.key = "/keys/${HOME}/id";
+  EXPECT_EQ(ssh_agent_script(ssh).error().message,
+            "SSH key /keys/${HOME}/id: ssh expands % and ${...} in this path; use a path without them");
+  ssh.key = "/keys/a\nb";
+  EXPECT_EQ(ssh_agent_script(ssh).error().message, "SSH key path has a control character: '/keys/a\nb'");
+  ssh.key = "/keys/$dollar/id";  // a lone $ is plain text to ssh
+  EXPECT_TRUE(ssh_agent_script(ssh).ok());
+  ssh.known_hosts = "/kh/\"quoted\"";
+  EXPECT_EQ(ssh_agent_script(ssh).error().message,
+            "known_hosts path /kh/\"quoted\": ssh cannot take a quote or backslash there");
+}
+
+// A scratch directory, TMPDIR pointing at it while the test runs.
+class AgentDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xft-agent-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    if (const char* old = std::getenv("TMPDIR")) old_tmpdir_ = old;
+    ::setenv("TMPDIR", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (old_tmpdir_) ::setenv("TMPDIR", old_tmpdir_->c_str(), 1);
+    else ::unsetenv("TMPDIR");
+    std::filesystem::remove_all(dir_);
+  }
+  // A stub `ssh` in DIR/bin that prints each argument on a line of its own.
+  std::string stub_ssh() {
+    std::string bin = dir_ + "/bin";
+    std::filesystem::create_directories(bin);
+    std::ofstream(bin + "/ssh") << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n";
+    ::chmod((bin + "/ssh").c_str(), 0755);
+    return bin;
+  }
+  std::string dir_;
+  std::optional<std::string> old_tmpdir_;
+};
+
+std::string run_shell(const std::string& command, int& status) {
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  status = ::pclose(pipe);
+  return out;
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+TEST_F(AgentDir, DirectoryTemplateIsUnderAPlainTmpdirElseTmp) {
+  EXPECT_EQ(ssh_agent_dir_template(), dir_ + "/xftctl-launch.XXXXXX");
+  ::setenv("TMPDIR", "/tmp/with space", 1);  // Open MPI would split the agent there
+  EXPECT_EQ(ssh_agent_dir_template(), "/tmp/xftctl-launch.XXXXXX");
+  ::setenv("TMPDIR", "/tmp/a:b", 1);  // ...and there
+  EXPECT_EQ(ssh_agent_dir_template(), "/tmp/xftctl-launch.XXXXXX");
+  ::setenv("TMPDIR", "relative", 1);
+  EXPECT_EQ(ssh_agent_dir_template(), "/tmp/xftctl-launch.XXXXXX");
+}
+
+TEST_F(AgentDir, ScriptFileIsPrivateAndRemovedWithItsDirectory) {
+  std::string path, dir;
+  {
+    auto agent = SshAgentFile::create(hostile_agent());
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    path = agent->path();
+    dir = path.substr(0, path.rfind('/'));
+    EXPECT_EQ(dir.substr(0, dir.size() - 6), dir_ + "/xftctl-launch.");
+    EXPECT_EQ(path, dir + "/mpirun-ssh");
+    EXPECT_EQ(mode_of(dir), 0700u);
+    EXPECT_EQ(mode_of(path), 0700u);
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, *ssh_agent_script(hostile_agent()));
+    int status = 0;
+    run_shell("sh -n '" + path + "' 2>&1", status);
+    EXPECT_EQ(status, 0) << "sh -n rejects the script";
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_F(AgentDir, SshGetsEachValueAsOneArgumentAndNothingRuns) {
+  std::string marker = dir_ + "/PWNED";
+  SshAgent ssh = hostile_agent();
+  ssh.user = "root -o ProxyCommand=touch${IFS}" + marker + " $(touch " + marker + ") `touch " + marker + "`";
+  auto agent = SshAgentFile::create(ssh);
+  ASSERT_TRUE(agent.ok()) << agent.error().message;
+  std::string bin = stub_ssh();
+  // As Open MPI runs it: the host, then the orted command's words.
+  int status = 0;
+  std::string out = run_shell("PATH='" + bin + "':\"$PATH\" '" + agent->path() +
+                                  "' 10.9.0.11 ' orted' --daemonize -mca ess '\"env\"' 'a b;$(touch " + marker + ")'",
+                              status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(out,
+            "-x\n-o\nBatchMode=yes\n-o\nStrictHostKeyChecking=yes\n"
+            "-o\nUserKnownHostsFile=\"/root/.config/xftctl/known_hosts\"\n-o\nIdentitiesOnly=yes\n"
+            "-i\n/tmp/key dir/id_ed25519\n"
+            "-l\n" + ssh.user + "\n"
+            "-p\n2222\n--\n10.9.0.11\n orted\n--daemonize\n-mca\ness\n\"env\"\na b;$(touch " + marker + ")\n");
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a value ran as a command";
+}
+
+TEST(Mpirun, PassEnvForwardsNamesOnly) {
+  MpirunSpec spec = tcp_spec();
+  spec.pass_env = {"XFTCTL_API_KEY"};
+  RankPlan plan;
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0}), rank(1, "h02", "10.9.0.12", {0}, {}, {0})};
+  auto tokens = build_mpirun_command(plan, spec);
+  ASSERT_TRUE(tokens.ok()) << tokens.error().message;
+  EXPECT_EQ(shell_join(*tokens),
+            "mpirun --allow-run-as-root --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp "
+            "--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include 10.9.0.0/24 "
+            "--mca plm_rsh_agent '/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh' --mca plm_rsh_no_tree_spawn 1 "
+            "-np 1 -H 10.9.0.11:1 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth1 "
+            "-x XFTCTL_API_KEY numactl -C 0 -m 0 /opt/xft/xftctl rank probe : "
+            "-np 1 -H 10.9.0.12:1 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth1 "
+            "-x XFTCTL_API_KEY numactl -C 0 -m 0 /opt/xft/xftctl rank probe");
+  spec.pass_env = {"NOT=A NAME"};
+  EXPECT_EQ(build_mpirun_command(plan, spec).error().message, "cannot forward 'NOT=A NAME': not a variable name");
+}
+
+TEST_F(AgentDir, DryRunTextShowsTheCommandAndTheAgentScript) {
+  ::setenv("TMPDIR", "/var/tmp", 1);  // the fixture puts it back
+  MpirunSpec spec = tcp_spec();
+  spec.ssh = hostile_agent();
+  spec.ssh_agent_path.clear();  // launch() fills it; the description shows the template
+  spec.pass_env = {"XFTCTL_API_KEY"};
+  RankPlan plan;
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0})};
+  auto text = describe_mpirun_command(plan, spec);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text,
+            "mpirun --allow-run-as-root --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp "
+            "--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include 10.9.0.0/24 "
+            "--mca plm_rsh_agent '/bin/sh /var/tmp/xftctl-launch.XXXXXX/mpirun-ssh' --mca plm_rsh_no_tree_spawn 1 "
+            "-np 1 -H 10.9.0.11:1 -x OMP_NUM_THREADS=1 -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth1 "
+            "-x XFTCTL_API_KEY numactl -C 0 -m 0 /opt/xft/xftctl rank probe\n"
+            "# /var/tmp/xftctl-launch.XXXXXX/mpirun-ssh, mpirun's ssh (made for the launch in a private "
+            "directory, mode 0700, removed after it):\n" +
+                *ssh_agent_script(hostile_agent()));
+}
+
+TEST(Mpirun, DryRunTextOfALocalLaunchHasNoScript) {
+  MpirunSpec spec;
+  spec.local_only = true;
+  spec.provider = "shm";
+  spec.command = {"true"};
+  RankPlan plan;
+  plan.ranks = {rank(0, "vm", "localhost", {0}, {}, {0})};
+  EXPECT_EQ(*describe_mpirun_command(plan, spec),
+            "mpirun --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo "
+            "--mca oob_tcp_if_include lo -np 1 -H localhost:1 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm "
+            "numactl -C 0 -m 0 true\n");
 }
 
 TEST(Mpirun, ShellJoinQuotesOnlyWhatNeedsIt) {

@@ -1,12 +1,19 @@
 // launch(): mpirun output parsing, and real local Open MPI runs (2 ranks on
-// this machine): binding, a failing rank, and the launch timeout.
+// this machine): binding, a failing rank, the launch timeout, environment that
+// reaches the ranks without a command line, and mpirun starting a "remote"
+// daemon through the generated ssh agent script (a stub ssh runs it here).
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "launcher/launch.h"
 
@@ -157,6 +164,146 @@ TEST(LaunchLocal, MissingMpirunIsAnError) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().message, "cannot run /nonexistent/mpirun: No such file or directory "
                                     "(install Open MPI: apt-get install openmpi-bin)");
+}
+
+const char* kSecret = "s3cr3t-Value-9f2c";
+
+bool mentions_secret(const std::vector<std::string>& tokens) {
+  for (const auto& t : tokens)
+    if (t.find(kSecret) != std::string::npos) return true;
+  return false;
+}
+
+TEST(LaunchLocal, ChildEnvReachesEveryRankAndNoCommandLine) {
+  if (!have_two_cpus()) GTEST_SKIP() << "needs 2 CPUs";
+  // Each rank prints the value, then the command line of its parent, mpirun.
+  // One write per line: Open MPI 4 may tag a line's pieces as lines of their own.
+  auto run = local_run(
+      {"sh", "-c", "printf '%s\\n' \"$XFT_TEST_SECRET\"; printf '%s\\n' \"$(tr '\\0' ' ' </proc/$PPID/cmdline)\""});
+  run.spec.mpirun.pass_env = {"XFT_TEST_SECRET"};
+  run.spec.child_env = {{"XFT_TEST_SECRET", kSecret}};
+  auto result = launch(run.spec);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  ASSERT_EQ(result->exit_code, 0) << result->summary();
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& lines = result->stdout_lines[rank];
+    ASSERT_EQ(lines.size(), 2u) << "rank " << rank << ": " << ::testing::PrintToString(lines);
+    EXPECT_EQ(lines[0], kSecret) << "rank " << rank;
+    EXPECT_NE(lines[1].find("--tag-output"), std::string::npos) << "not mpirun's command line: " << lines[1];
+    EXPECT_NE(lines[1].find(" -x XFT_TEST_SECRET "), std::string::npos) << lines[1];
+    EXPECT_EQ(lines[1].find(kSecret), std::string::npos) << "the value is on mpirun's command line";
+  }
+  EXPECT_FALSE(mentions_secret(result->command));
+  EXPECT_EQ(std::getenv("XFT_TEST_SECRET"), nullptr) << "set in xftctl's own environment";
+}
+
+TEST(LaunchLocal, ChildEnvNameMustBeAVariableName) {
+  auto run = local_run({"true"});
+  run.spec.child_env = {{"A=B", "x"}};
+  auto result = launch(run.spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "cannot pass A=B to mpirun's environment: not a variable name");
+}
+
+// mpirun as it runs for an inventory: 127.0.0.2 is not one of this machine's
+// addresses, so Open MPI starts its daemon there through the ssh agent script.
+// The stub ssh on PATH records its argv and runs the daemon here.
+class LaunchThroughAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xft-launch-agent.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    if (const char* old = std::getenv("TMPDIR")) old_tmpdir_ = old;
+    ::setenv("TMPDIR", dir_.c_str(), 1);  // the agent's directory goes here, to check it is removed
+    std::filesystem::create_directories(dir_ + "/bin");
+    // As root, the daemon runs where TMPDIR (and so the agent script) is
+    // hidden under a tmpfs, as on a real host, which has a /tmp of its own.
+    std::ofstream(dir_ + "/bin/ssh")
+        << "#!/bin/sh\n"
+           "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >>'" << dir_ << "/ssh.log'\n"
+           "while [ \"$1\" != -- ]; do shift; done\n"
+           "shift 2\n"
+           "[ \"$(id -u)\" = 0 ] || exec sh -c \"$*\"\n"
+           "exec unshare -m sh -c 'mount -t tmpfs tmpfs \"$0\" && exec sh -c \"$1\"' '" << dir_ << "' \"$*\"\n";
+    ::chmod((dir_ + "/bin/ssh").c_str(), 0755);
+  }
+  void TearDown() override {
+    if (old_tmpdir_) ::setenv("TMPDIR", old_tmpdir_->c_str(), 1);
+    else ::unsetenv("TMPDIR");
+    std::filesystem::remove_all(dir_);
+  }
+  std::vector<std::string> ssh_log() {
+    std::ifstream in(dir_ + "/ssh.log");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+  std::string dir_;
+  std::optional<std::string> old_tmpdir_;
+};
+
+TEST_F(LaunchThroughAgent, HostileUserIsOneArgumentAndTheSecretStaysOffTheSshLine) {
+  PlanOptions options;
+  options.cores_per_rank = 1;
+  auto plan = plan_local(1, "/", options);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  plan->ranks[0].address = "127.0.0.2";
+  LaunchSpec spec;
+  spec.plan = *plan;
+  spec.mpirun.as_root = geteuid() == 0;
+  spec.mpirun.provider = "tcp;ofi_rxm";
+  spec.mpirun.oob_subnet = "lo";
+  std::string marker = dir_ + "/PWNED";
+  spec.mpirun.ssh = {"/tmp/key dir/id_ed25519", dir_ + "/known_hosts", "root -o ProxyCommand=touch${IFS}" + marker,
+                     2222};
+  spec.mpirun.pass_env = {"XFT_TEST_SECRET"};
+  spec.mpirun.command = {"sh", "-c", "printf '%s\\n' \"$XFT_TEST_SECRET\""};
+  spec.child_env = {{"PATH", dir_ + "/bin:" + std::getenv("PATH")}, {"XFT_TEST_SECRET", kSecret}};
+  spec.timeout = std::chrono::seconds(60);
+  spec.on_output = [](const OutputLine&) {};
+  auto result = launch(spec);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  std::string mpirun_said;
+  for (const auto& l : result->mpirun_messages) mpirun_said += l + "\n";
+  ASSERT_EQ(result->exit_code, 0) << result->summary() << "\n" << mpirun_said;
+  EXPECT_EQ(result->stdout_lines[0], std::vector<std::string>{kSecret});
+
+  auto agent = std::find(result->command.begin(), result->command.end(), "plm_rsh_agent");
+  ASSERT_NE(agent, result->command.end());
+  ASSERT_EQ((agent + 1)->rfind("/bin/sh " + dir_ + "/xftctl-launch.", 0), 0u) << *(agent + 1);
+  std::string agent_path = (agent + 1)->substr(8);
+  EXPECT_FALSE(std::filesystem::exists(agent_path)) << "the agent script outlived the launch";
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(agent_path).parent_path()));
+
+  auto log = ssh_log();
+  std::vector<std::string> expected = {"-x", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+                                       "-o", "UserKnownHostsFile=\"" + dir_ + "/known_hosts\"",
+                                       "-o", "IdentitiesOnly=yes", "-i", "/tmp/key dir/id_ed25519",
+                                       "-l", "root -o ProxyCommand=touch${IFS}" + marker, "-p", "2222", "--",
+                                       "127.0.0.2"};
+  ASSERT_GT(log.size(), expected.size());
+  EXPECT_EQ(std::vector<std::string>(log.begin(), log.begin() + expected.size()), expected);
+  EXPECT_NE(std::find(log.begin(), log.end(), " orted"), log.end()) << "not Open MPI's daemon";
+  EXPECT_FALSE(mentions_secret(log)) << "the value is on the ssh command line";
+  EXPECT_FALSE(mentions_secret(result->command));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_F(LaunchThroughAgent, AgentDirectoryIsRemovedWhenMpirunCannotStart) {
+  PlanOptions options;
+  options.cores_per_rank = 1;
+  auto plan = plan_local(1, "/", options);
+  ASSERT_TRUE(plan.ok());
+  plan->ranks[0].address = "10.9.0.11";
+  LaunchSpec spec;
+  spec.plan = *plan;
+  spec.mpirun.mpirun = "/nonexistent/mpirun";
+  spec.mpirun.command = {"true"};
+  auto result = launch(spec);
+  ASSERT_FALSE(result.ok());
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(entry.path().filename().string().rfind("xftctl-launch.", 0), std::string::npos) << entry.path();
 }
 
 }  // namespace
