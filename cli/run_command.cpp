@@ -31,6 +31,7 @@
 #include "engine/model/generate.h"
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
+#include "engine/serve/api_key.h"
 #include "engine/serve/http_server.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/server.h"
@@ -76,6 +77,9 @@ struct RunOptions {
   int kv_cache_mib = 0;
   std::string api_key;
   std::string api_key_file;
+  bool require_api_key = false;  // a rank: the control node sent XFTCTL_API_KEY, refuse to serve without it
+  std::string allowed_hosts;     // --allowed-hosts a,b
+  std::string cors_origins;      // --cors-origin a,b
   bool batch_invariant = false;  // bench the server's decode path
 
   int input_tokens = 32;
@@ -729,22 +733,40 @@ Expected<std::pair<std::string, int>> parse_listen_address(const std::string& te
   return std::make_pair(host, static_cast<int>(port));
 }
 
+constexpr const char* kApiKeyVariable = "XFTCTL_API_KEY";
+
+// The key the server requires (empty: none). The control node resolves it
+// (--api-key, --api-key-file, or XFTCTL_API_KEY) and hands it to the ranks in
+// their environment only; a rank takes it from there and nowhere else.
 Expected<std::string> api_key(const RunOptions& o) {
-  if (!o.api_key.empty()) return o.api_key;
-  if (!o.api_key_file.empty()) {
-    std::ifstream in(o.api_key_file);
-    std::string key;
-    if (!in || !std::getline(in, key) || key.empty()) {
-      return make_error("--api-key-file " + o.api_key_file + ": cannot read a key from its first line");
+  const char* env = std::getenv(kApiKeyVariable);
+  const std::string from_env = env ? env : "";
+  if (o.rank_worker) {
+    if (o.require_api_key && from_env.empty()) {
+      return make_error(std::string("an API key is required but ") + kApiKeyVariable +
+                        " is not in this rank's environment (mpirun did not forward it); not serving without it");
     }
-    return key;
+    return from_env;
   }
-  if (const char* env = std::getenv("XFTCTL_API_KEY"); env && *env) return std::string(env);
-  return std::string();
+  if (!o.api_key.empty()) return o.api_key;
+  if (!o.api_key_file.empty()) return serve::read_api_key_file(o.api_key_file);
+  return from_env;
+}
+
+bool loopback_address(const std::string& address) { return address.rfind("127.", 0) == 0; }
+
+serve::AccessPolicy access_policy(const RunOptions& o, bool keyed) {
+  serve::AccessPolicy policy;
+  policy.any_host = keyed;
+  policy.allowed_hosts = serve::split_list(o.allowed_hosts);
+  policy.cors_origins = serve::split_list(o.cors_origins);
+  return policy;
 }
 
 void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   catch_stop_signals();
+  auto key = api_key(o);
+  if (is_leader(comm) && !key) return fail(ctx, key.error().message);  // before any rank loads a model
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
   auto loaded = load_model(o, comm, /*batch_invariant=*/true);
@@ -760,16 +782,11 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   const auto address = *parse_listen_address(o.serve);  // checked before anything started
   // Rank 0 must still take part in the shutdown step when it cannot serve.
   std::atomic<bool> stop_now{true};
-  auto key = api_key(o);
   serve::SchedulerOptions scheduling;
   scheduling.max_batch = o.max_batch;
   scheduling.max_queue = o.max_queue;
   scheduling.kv_budget_bytes = static_cast<size_t>(o.kv_cache_mib) << 20;
   serve::Scheduler scheduler(model, scheduling);
-  if (!key) {
-    scheduler.run(stop_now);
-    return fail(ctx, key.error().message);
-  }
   serve::ServerOptions server_options;
   server_options.model_name = served_model_name(o);
   server_options.api_key = *key;
@@ -777,10 +794,16 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   server_options.created = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
   serve::Server server(scheduler, **tok, stop_ids, server_options);
+  serve::HttpOptions http_options;
+  http_options.access = access_policy(o, !key->empty());
+  http_options.screen = [&server](const serve::HttpRequest& head, serve::HttpResponder& responder) {
+    server.screen(head, responder);
+  };
   auto http = serve::HttpServer::listen(address.first, address.second,
                                         [&server](const serve::HttpRequest& request, serve::HttpResponder& responder) {
                                           server.handle(request, responder);
-                                        });
+                                        },
+                                        std::move(http_options));
   if (!http) {
     scheduler.run(stop_now);
     return fail(ctx, http.error().message);
@@ -794,6 +817,12 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
                model.max_context(), kv_mib_per_1k,
                o.kv_cache_mib > 0 ? (", KV budget " + std::to_string(o.kv_cache_mib) + " MiB").c_str() : "",
                key->empty() ? "" : ", API key required");
+  if (key->empty() && !loopback_address(address.first)) {
+    std::fprintf(stderr,
+                 "xftctl: warning: serving on %s with no API key: anyone who can reach this port can use the model "
+                 "(set %s or --api-key-file FILE)\n",
+                 address.first.c_str(), kApiKeyVariable);
+  }
   std::fflush(stderr);
   auto ran = scheduler.run(g_serve_stop);
   (*http)->stop();
@@ -858,7 +887,8 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
     add("--max-batch", std::to_string(o.max_batch));
     add("--max-queue", std::to_string(o.max_queue));
     add("--kv-cache-mib", std::to_string(o.kv_cache_mib));
-    if (!o.api_key_file.empty()) add("--api-key-file", absolute(o.api_key_file));
+    if (!o.allowed_hosts.empty()) add("--allowed-hosts", o.allowed_hosts);
+    if (!o.cors_origins.empty()) add("--cors-origin", o.cors_origins);
   }
   if (o.comm_bf16) a.push_back("--comm-bf16");
   if (o.profile) a.push_back("--profile");
@@ -906,6 +936,14 @@ void run_control(Context& ctx, const RunOptions& o) {
   auto args = worker_arguments(o);
   command.insert(command.end(), args.begin(), args.end());
   RankRun run;
+  if (!o.serve.empty()) {
+    auto key = api_key(o);  // already checked before the launch
+    if (key && !key->empty()) {
+      // Only in mpirun's environment, forwarded with -x: never on any command line.
+      run.secret_env.emplace_back(kApiKeyVariable, *key);
+      command.push_back("--require-api-key");
+    }
+  }
   run.what = "run qwen";
   run.dry_run = o.dry_run;
   run.pass_stdin = o.chat;
@@ -977,7 +1015,12 @@ void add_run_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   qwen->add_option("--api-key", options->api_key,
                    "serve: require 'Authorization: Bearer KEY' (visible in ps: prefer XFTCTL_API_KEY or --api-key-file)");
-  qwen->add_option("--api-key-file", options->api_key_file, "serve: the key is this file's first line");
+  qwen->add_option("--api-key-file", options->api_key_file,
+                   "serve: the key is this file's first line (the file must be chmod 600; read on this machine)");
+  qwen->add_option("--allowed-hosts", options->allowed_hosts,
+                   "serve without a key: Host names served besides localhost, 127.0.0.1 and [::1] (a,b)");
+  qwen->add_option("--cors-origin", options->cors_origins,
+                   "serve: pages of these origins may call the API (CORS), e.g. https://app.example.com (a,b)");
 
   qwen->add_flag("--raw", options->raw, "use the prompt as is, without the ChatML template");
   qwen->add_option("--system", options->system, "system message (default: Qwen's)");
@@ -1020,6 +1063,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   add_plan_flags(*qwen, options->plan);
   add_reach_flags(*qwen, options->reach);
   qwen->add_flag("--rank-worker", options->rank_worker)->group("");
+  qwen->add_flag("--require-api-key", options->require_api_key)->group("");
   qwen->add_option("--fail-rank", options->fail_rank)->group("");
   qwen->add_option("--fail-at-token", options->fail_at_token)->group("");
 
@@ -1037,14 +1081,9 @@ void add_run_commands(CLI::App& app, Context& ctx) {
     }
     if (!o.serve.empty()) {  // before any model is loaded or rank started
       if (auto address = parse_listen_address(o.serve); !address) return fail(ctx, address.error().message);
-      if (!o.api_key_file.empty() && !o.rank_worker) {
+      if (!o.rank_worker) {
         if (auto key = api_key(o); !key) return fail(ctx, key.error().message);
       }
-    }
-    if (!o.api_key.empty() && !o.rank_worker &&
-        (o.plan.local_ranks > 0 || !ctx.inventory_flag.empty() || !o.reach.hosts.empty())) {
-      return fail(ctx, "--api-key would be on mpirun's command line; with several ranks use --api-key-file FILE "
-                       "(readable at that path on rank 0's host)");
     }
     if (o.rank_worker) {
       ctx.exit_code = run_worker(ctx, o);

@@ -1,80 +1,78 @@
 #include "engine/serve/http_server.h"
 
 #include <arpa/inet.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 namespace xft::engine::serve {
 
+namespace detail {
+
+// One request's answer, shared by the handler's thread, which writes it, and
+// the library's thread, which sends it.
+struct Exchange {
+  std::mutex mutex;
+  MHD_Connection* connection = nullptr;
+  int fd = -1;
+  bool responded = false;
+  int status = 0;
+  std::string content_type;
+  std::map<std::string, std::string> headers;
+  bool streaming = false;
+  std::string data;        // the whole body, or streamed bytes the library has not taken yet
+  bool ended = false;      // a whole body, or a stream's last write
+  bool suspended = false;  // the library waits for the next write
+  bool gone = false;       // the request is over (answered, failed, abandoned or stopping)
+
+  // With mutex held: lets the library go on with what was written.
+  void wake() {
+    if (suspended && !gone) {
+      suspended = false;
+      MHD_resume_connection(connection);
+    }
+  }
+};
+
+}  // namespace detail
+
 namespace {
 
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
+using Clock = std::chrono::steady_clock;
+using detail::Exchange;
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
 }
 
-std::string trim(std::string_view text) {
-  size_t b = text.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return "";
-  size_t e = text.find_last_not_of(" \t\r");
-  return std::string(text.substr(b, e - b + 1));
+// RFC 9110 token characters: a name with a space, a colon or a control character is malformed.
+bool header_name_ok(std::string_view name) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || kSpecials.find(static_cast<char>(c)) != std::string_view::npos;
+  });
 }
 
-enum class ReadResult { ok, closed, too_large, bad };
-
-// Reads from fd into buffer until it holds `terminator` (returns its end) or `want` bytes.
-ReadResult read_until(int fd, std::string& buffer, std::string_view terminator, size_t limit, size_t* end) {
-  while (true) {
-    if (!terminator.empty()) {
-      size_t at = buffer.find(terminator);
-      if (at != std::string::npos) {
-        *end = at + terminator.size();
-        return ReadResult::ok;
-      }
-    } else if (buffer.size() >= *end) {
-      return ReadResult::ok;
-    }
-    if (buffer.size() > limit) return ReadResult::too_large;
-    char chunk[16384];
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ReadResult::closed;
-    buffer.append(chunk, static_cast<size_t>(n));
-  }
+std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
+  nlohmann::json body = {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
+  return body.dump();
 }
 
-bool parse_head(std::string_view head, HttpRequest& request) {
-  size_t line_end = head.find("\r\n");
-  std::string_view line = head.substr(0, line_end);
-  size_t s1 = line.find(' ');
-  size_t s2 = line.rfind(' ');
-  if (s1 == std::string_view::npos || s2 == s1) return false;
-  request.method = std::string(line.substr(0, s1));
-  std::string target(line.substr(s1 + 1, s2 - s1 - 1));
-  if (line.substr(s2 + 1).rfind("HTTP/1.", 0) != 0 || target.empty() || target[0] != '/') return false;
-  size_t q = target.find('?');
-  request.path = target.substr(0, q);
-  request.query = q == std::string::npos ? "" : target.substr(q + 1);
-  size_t pos = line_end + 2;
-  while (pos < head.size()) {
-    size_t next = head.find("\r\n", pos);
-    if (next == std::string_view::npos) next = head.size();
-    std::string_view header = head.substr(pos, next - pos);
-    pos = next + 2;
-    if (header.empty()) break;
-    size_t colon = header.find(':');
-    if (colon == std::string_view::npos || colon == 0) return false;
-    request.headers[lowercase(std::string(header.substr(0, colon)))] = trim(header.substr(colon + 1));
-  }
-  return true;
-}
+constexpr std::string_view kJson = "application/json";
 
 }  // namespace
 
@@ -83,92 +81,517 @@ std::string HttpRequest::header(const std::string& lowercase_name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
-const char* http_status_text(int status) {
-  switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-  }
-}
-
-bool HttpResponder::write_all(std::string_view data) {
-  if (broken_) return false;
-  while (!data.empty()) {
-    ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      broken_ = true;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-std::string HttpResponder::head(int status, std::string_view content_type,
-                                const std::map<std::string, std::string>& headers, std::string_view framing) const {
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + http_status_text(status) + "\r\n";
-  out += "Content-Type: ";
-  out += content_type;
-  out += "\r\n";
-  for (const auto& [name, value] : headers) out += name + ": " + value + "\r\n";
-  out += framing;
-  out += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-  return out;
-}
+// ---- HttpResponder --------------------------------------------------------
 
 bool HttpResponder::send(int status, std::string_view content_type, std::string_view body,
                          const std::map<std::string, std::string>& headers) {
-  responded_ = true;
-  status_ = status;
-  std::string out = head(status, content_type, headers, "Content-Length: " + std::to_string(body.size()) + "\r\n");
-  out += body;
-  return write_all(out);
+  Exchange& e = *exchange_;
+  std::lock_guard lock(e.mutex);
+  if (e.responded) return false;
+  e.responded = true;
+  e.status = status;
+  e.content_type = content_type;
+  for (const auto& [name, value] : headers) e.headers[name] = value;
+  e.data = body;
+  e.ended = true;
+  e.wake();
+  return !e.gone;
 }
 
 bool HttpResponder::start_stream(int status, std::string_view content_type) {
-  responded_ = true;
-  status_ = status;
-  return write_all(head(status, content_type, {{"Cache-Control", "no-cache"}}, "Transfer-Encoding: chunked\r\n"));
+  Exchange& e = *exchange_;
+  std::lock_guard lock(e.mutex);
+  if (e.responded) return false;
+  e.responded = true;
+  e.streaming = true;
+  e.status = status;
+  e.content_type = content_type;
+  e.headers["Cache-Control"] = "no-cache";
+  e.wake();
+  return !e.gone;
 }
 
 bool HttpResponder::write(std::string_view data) {
-  if (data.empty()) return !broken_;
-  char size[24];
-  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-  std::string out = size;
-  out += data;
-  out += "\r\n";
-  return write_all(out);
+  Exchange& e = *exchange_;
+  std::lock_guard lock(e.mutex);
+  if (e.gone || !e.streaming || e.ended) return false;
+  e.data += data;
+  e.wake();
+  return true;
 }
 
-bool HttpResponder::end_stream() { return write_all("0\r\n\r\n"); }
+bool HttpResponder::end_stream() {
+  Exchange& e = *exchange_;
+  std::lock_guard lock(e.mutex);
+  if (e.gone || !e.streaming || e.ended) return false;
+  e.ended = true;
+  e.wake();
+  return true;
+}
 
 bool HttpResponder::client_gone() const {
-  if (broken_) return true;
-  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  Exchange& e = *exchange_;
+  // Under the lock the request is not over, so the library has not closed the socket.
+  std::lock_guard lock(e.mutex);
+  if (e.gone) return true;
+  pollfd p{e.fd, POLLIN | POLLRDHUP, 0};
   if (::poll(&p, 1, 0) <= 0) return false;
   if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
-  if (p.revents & POLLIN) {
-    char c;
-    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  char c;
+  return (p.revents & POLLIN) && ::recv(e.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+bool HttpResponder::responded() const {
+  std::lock_guard lock(exchange_->mutex);
+  return exchange_->responded;
+}
+
+int HttpResponder::status() const {
+  std::lock_guard lock(exchange_->mutex);
+  return exchange_->status;
+}
+
+// ---- the server -------------------------------------------------------------
+
+struct HttpServer::Impl {
+  enum class Phase { waiting, receiving, answering, closing };
+  struct Request;
+  // One TCP connection; lives from the library's "started" to its "closed" notice.
+  struct Connection {
+    MHD_Connection* mhd = nullptr;
+    int fd = -1;
+    Clock::time_point waiting_since;  // the request deadline counts from here
+    Phase phase = Phase::waiting;
+    std::unique_ptr<Request> request;  // the one being received or answered
+  };
+  struct Request {
+    Connection* connection = nullptr;
+    HttpRequest http;
+    std::shared_ptr<Exchange> exchange;
+    std::string target;   // as sent: path and query
+    std::string version;  // "HTTP/1.1"
+    bool head_seen = false;
+    bool refused = false;  // answered while the body came; the rest of it is dropped
+    bool dispatched = false;
+    bool queued = false;
+    size_t reserved = 0;  // body bytes counted in buffered_bytes
+  };
+
+  int listen_fd = -1;
+  int port = 0;
+  MHD_Daemon* daemon = nullptr;
+  HttpHandler handler;
+  HttpOptions options;
+  std::atomic<bool> stopping{false};
+  std::atomic<size_t> buffered_bytes{0};
+
+  std::mutex mutex;  // connections and workers; taken before any Exchange's mutex
+  std::condition_variable changed;
+  std::map<MHD_Connection*, Connection*> connections;
+  int workers = 0;
+  std::thread sweeper;
+
+  MHD_Result on_head(Request& request);
+  MHD_Result on_body(Request& request, const char* data, size_t* size);
+  MHD_Result on_complete(Request& request);
+  MHD_Result refuse(Request& request, int status, std::string_view message, std::string_view code);
+  void refuse_later(Request& request, int status, std::string_view message, std::string_view code);
+  MHD_Result queue_answer(Request& request);
+  void run_handler(std::shared_ptr<Exchange> exchange, HttpRequest http);
+  void release(Request& request);
+  void sweep();
+  void stop();
+};
+
+namespace {
+
+using Impl = HttpServer::Impl;
+
+Impl::Connection* connection_of(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info ? static_cast<Impl::Connection*>(info->socket_context) : nullptr;
+}
+
+void on_connection(void* cls, MHD_Connection* connection, void** context, MHD_ConnectionNotificationCode what) {
+  auto* server = static_cast<Impl*>(cls);
+  if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+    auto* c = new Impl::Connection();
+    c->mhd = connection;
+    c->fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd;
+    c->waiting_since = Clock::now();
+    *context = c;
+    std::lock_guard lock(server->mutex);
+    server->connections[connection] = c;
+    return;
   }
-  return false;
+  auto* c = static_cast<Impl::Connection*>(*context);
+  if (!c) return;
+  std::unique_ptr<Impl::Request> request;
+  {
+    // The library closes the socket only after this returns, so the sweeper never sees a reused fd.
+    std::lock_guard lock(server->mutex);
+    server->connections.erase(connection);
+    request = std::move(c->request);
+  }
+  if (request) server->release(*request);
+  delete c;
+  *context = nullptr;
+}
+
+// Called once the request line has arrived: the request object, with the raw
+// target (the library would percent-decode the path and split the query).
+void* on_uri(void* cls, const char* uri, MHD_Connection* connection) {
+  auto* server = static_cast<Impl*>(cls);
+  Impl::Connection* c = connection_of(connection);
+  if (!c) return nullptr;
+  auto request = std::make_unique<Impl::Request>();
+  request->connection = c;
+  request->target = uri;
+  std::string_view target(uri);
+  const size_t q = target.find('?');
+  request->http.path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) request->http.query = std::string(target.substr(q + 1));
+  Impl::Request* raw = request.get();
+  std::unique_ptr<Impl::Request> previous;
+  {
+    std::lock_guard lock(server->mutex);
+    previous = std::move(c->request);
+    c->request = std::move(request);
+    c->phase = Impl::Phase::receiving;
+  }
+  if (previous) server->release(*previous);
+  return raw;
+}
+
+void on_completed(void* cls, MHD_Connection* connection, void** context, MHD_RequestTerminationCode) {
+  auto* server = static_cast<Impl*>(cls);
+  auto* request = static_cast<Impl::Request*>(*context);
+  *context = nullptr;
+  if (!request) return;
+  server->release(*request);
+  Impl::Connection* c = request->connection;
+  std::unique_ptr<Impl::Request> done;
+  std::lock_guard lock(server->mutex);
+  if (c->request.get() == request) done = std::move(c->request);
+  c->phase = Impl::Phase::waiting;
+  c->waiting_since = Clock::now();
+}
+
+MHD_Result on_access(void* cls, MHD_Connection*, const char*, const char* method, const char* version,
+                     const char* upload, size_t* upload_size, void** context) {
+  auto* server = static_cast<Impl*>(cls);
+  auto* request = static_cast<Impl::Request*>(*context);
+  if (!request || server->stopping) return MHD_NO;
+  if (!request->head_seen) {
+    request->http.method = method;
+    request->version = version;
+    return server->on_head(*request);
+  }
+  if (request->queued) {
+    *upload_size = 0;  // an early answer went out; the rest of the body is dropped
+    return MHD_YES;
+  }
+  if (*upload_size) return server->on_body(*request, upload, upload_size);
+  // The library takes an answer only before or after the body: a refusal made while it came goes out now.
+  if (!request->dispatched && !request->refused) return server->on_complete(*request);
+  return server->queue_answer(*request);  // or resumed: the handler answered (or the request is over)
+}
+
+ssize_t read_stream(void* cls, uint64_t, char* buffer, size_t max) {
+  Exchange& e = **static_cast<std::shared_ptr<Exchange>*>(cls);
+  std::lock_guard lock(e.mutex);
+  if (e.gone) return MHD_CONTENT_READER_END_WITH_ERROR;
+  if (!e.data.empty()) {
+    const size_t n = std::min(max, e.data.size());
+    std::memcpy(buffer, e.data.data(), n);
+    e.data.erase(0, n);
+    return static_cast<ssize_t>(n);
+  }
+  if (e.ended) return MHD_CONTENT_READER_END_OF_STREAM;
+  // Nothing to send yet: the connection leaves the event loop until the next write.
+  e.suspended = true;
+  MHD_suspend_connection(e.connection);
+  return 0;
+}
+
+void free_stream(void* cls) { delete static_cast<std::shared_ptr<Exchange>*>(cls); }
+
+struct HeaderScan {
+  std::map<std::string, std::string>* headers;
+  std::map<std::string, int> counts;
+  bool malformed = false;
+};
+
+MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
+                          size_t value_size) {
+  auto* scan = static_cast<HeaderScan*>(cls);
+  std::string_view name(key, key_size);
+  if (!header_name_ok(name)) scan->malformed = true;
+  std::string lower = lowercase(name);
+  std::string text = value ? std::string(value, value_size) : std::string();
+  auto [it, inserted] = scan->headers->emplace(lower, text);
+  if (!inserted) it->second += ", " + text;  // RFC 9110 5.3: repeated fields join as a list
+  ++scan->counts[lower];
+  return MHD_YES;
+}
+
+// A Content-Length that is exactly digits; -1 otherwise.
+long long parse_length(const std::string& text) {
+  if (text.empty() || text.size() > 18 || !std::all_of(text.begin(), text.end(), ::isdigit)) return -1;
+  return std::stoll(text);
+}
+
+}  // namespace
+
+void Impl::release(Request& request) {
+  if (request.exchange) {
+    std::lock_guard lock(request.exchange->mutex);
+    request.exchange->gone = true;
+  }
+  buffered_bytes -= request.reserved;
+  request.reserved = 0;
+}
+
+MHD_Result Impl::on_head(Request& request) {
+  request.head_seen = true;
+  MHD_Connection* mhd = request.connection->mhd;
+  request.exchange = std::make_shared<Exchange>();
+  request.exchange->connection = mhd;
+  request.exchange->fd = request.connection->fd;
+  HttpRequest& http = request.http;
+  HeaderScan scan{&http.headers, {}, false};
+  MHD_get_connection_values_n(mhd, MHD_HEADER_KIND, collect_header, &scan);
+  const HttpLimits& limits = options.limits;
+
+  if (const MHD_ConnectionInfo* info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+      info && info->header_size > limits.max_header_bytes) {
+    return refuse(request, 431, "request headers too large", "headers_too_large");
+  }
+  if (scan.malformed) return refuse(request, 400, "malformed header name", "malformed_request");
+  const std::string& target = request.target;
+  if (target.empty() || target.front() != '/' ||
+      std::any_of(target.begin(), target.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
+    return refuse(request, 400, "malformed request target", "malformed_request");
+  }
+  if (request.version == MHD_HTTP_VERSION_1_1 && scan.counts["host"] == 0) {
+    return refuse(request, 400, "an HTTP/1.1 request needs a Host header", "malformed_request");
+  }
+  for (const char* single : {"content-length", "host", "transfer-encoding", "authorization", "origin"}) {
+    if (scan.counts[single] > 1) {
+      return refuse(request, 400, std::string("more than one ") + single + " header", "malformed_request");
+    }
+  }
+  const std::string content_length = http.header("content-length");
+  const std::string transfer_encoding = lowercase(http.header("transfer-encoding"));
+  if (!transfer_encoding.empty() && (transfer_encoding != "chunked" || !content_length.empty())) {
+    return refuse(request, 400, "Transfer-Encoding must be 'chunked' alone, without Content-Length",
+                  "malformed_request");
+  }
+  if (!content_length.empty()) {
+    const long long length = parse_length(content_length);
+    if (length < 0) return refuse(request, 400, "bad Content-Length", "malformed_request");
+    if (static_cast<size_t>(length) > limits.max_body_bytes) {
+      return refuse(request, 413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
+                    "body_too_large");
+    }
+    if (buffered_bytes + static_cast<size_t>(length) > limits.max_buffered_body_bytes) {
+      return refuse(request, 503, "the server is receiving too much at once; retry later", "server_busy");
+    }
+  }
+
+  const std::string host = http.header("host");
+  if (!host_allowed(options.access, host)) {
+    return refuse(request, 403,
+                  "Host '" + host + "' is not served: without an API key only localhost, 127.0.0.1 and [::1] are "
+                  "(name it with --allowed-hosts, or require a key)",
+                  "forbidden_host");
+  }
+  const std::string origin = http.header("origin");
+  switch (check_origin(options.access, origin, host)) {
+    case OriginCheck::refused:
+      return refuse(request, 403,
+                    "Origin '" + origin + "' may not use this server (allow it with --cors-origin " + origin + ")",
+                    "forbidden_origin");
+    case OriginCheck::allowed:
+      request.exchange->headers = cors_headers(origin);
+      if (http.method == "OPTIONS") {
+        HttpResponder(request.exchange).send(204, "text/plain", "", preflight_headers(origin));
+        return queue_answer(request);
+      }
+      break;
+    case OriginCheck::none:
+    case OriginCheck::same:
+      break;
+  }
+  if (options.screen) {
+    HttpResponder responder(request.exchange);
+    options.screen(http, responder);
+    if (responder.responded()) return queue_answer(request);
+  }
+  return MHD_YES;
+}
+
+// A chunked body has no declared length, so its limits are checked as it
+// comes; past one, the rest is read and dropped (never buffered) and the
+// refusal goes out after it, all within the request deadline.
+MHD_Result Impl::on_body(Request& request, const char* data, size_t* size) {
+  const size_t n = *size;
+  *size = 0;
+  if (request.refused) return MHD_YES;
+  const HttpLimits& limits = options.limits;
+  if (request.http.body.size() + n > limits.max_body_bytes) {
+    refuse_later(request, 413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
+                 "body_too_large");
+    return MHD_YES;
+  }
+  if (buffered_bytes.fetch_add(n) + n > limits.max_buffered_body_bytes) {
+    buffered_bytes -= n;
+    refuse_later(request, 503, "the server is receiving too much at once; retry later", "server_busy");
+    return MHD_YES;
+  }
+  request.reserved += n;
+  request.http.body.append(data, n);
+  return MHD_YES;
+}
+
+MHD_Result Impl::on_complete(Request& request) {
+  request.dispatched = true;
+  std::shared_ptr<Exchange> exchange = request.exchange;
+  {
+    std::lock_guard lock(mutex);
+    std::lock_guard exchange_lock(exchange->mutex);
+    // stop() sets stopping before it takes the mutex to end every request it can see.
+    if (exchange->gone || stopping) return MHD_NO;
+    request.connection->phase = Phase::answering;
+    // Until the handler answers, the connection is out of the event loop.
+    exchange->suspended = true;
+    MHD_suspend_connection(request.connection->mhd);
+    ++workers;
+  }
+  try {
+    std::thread(&Impl::run_handler, this, exchange, std::move(request.http)).detach();
+  } catch (const std::system_error&) {
+    HttpResponder(exchange).send(503, kJson, error_json("cannot start a thread for the request", "server_error",
+                                                        "server_busy"));
+    std::lock_guard lock(mutex);
+    --workers;
+    changed.notify_all();
+  }
+  return MHD_YES;
+}
+
+void Impl::run_handler(std::shared_ptr<Exchange> exchange, HttpRequest http) {
+  HttpResponder responder(exchange);
+  try {
+    handler(http, responder);
+  } catch (const std::exception& e) {
+    responder.send(500, kJson, error_json(e.what(), "server_error", ""));
+  }
+  if (!responder.responded()) responder.send(500, kJson, error_json("no answer", "server_error", ""));
+  responder.end_stream();  // a stream the handler left open; false (harmless) otherwise
+  std::lock_guard lock(mutex);
+  --workers;
+  changed.notify_all();
+}
+
+// A refused client is not trusted to frame its next request: the connection closes after the answer.
+void Impl::refuse_later(Request& request, int status, std::string_view message, std::string_view code) {
+  const char* type = status >= 500 ? "server_error" : "invalid_request_error";
+  HttpResponder(request.exchange).send(status, kJson, error_json(message, type, code), {{"Connection", "close"}});
+  request.refused = true;
+  request.http.body.clear();
+  request.http.body.shrink_to_fit();
+  buffered_bytes -= request.reserved;
+  request.reserved = 0;
+}
+
+MHD_Result Impl::refuse(Request& request, int status, std::string_view message, std::string_view code) {
+  refuse_later(request, status, message, code);
+  return queue_answer(request);
+}
+
+MHD_Result Impl::queue_answer(Request& request) {
+  Exchange& e = *request.exchange;
+  MHD_Response* response = nullptr;
+  int status = 0;
+  {
+    std::lock_guard lock(e.mutex);
+    if (e.gone || !e.responded) return MHD_NO;
+    if (e.streaming) {
+      response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, read_stream,
+                                                   new std::shared_ptr<Exchange>(request.exchange), free_stream);
+    } else {
+      response = MHD_create_response_from_buffer(e.data.size(), e.data.data(), MHD_RESPMEM_MUST_COPY);
+      e.data.clear();
+    }
+    if (!response) return MHD_NO;
+    MHD_add_response_header(response, "Content-Type", e.content_type.c_str());
+    for (const auto& [name, value] : e.headers) MHD_add_response_header(response, name.c_str(), value.c_str());
+    status = e.status;
+  }
+  request.queued = true;
+  {
+    std::lock_guard lock(mutex);
+    request.connection->phase = Phase::answering;
+  }
+  const MHD_Result queued = MHD_queue_response(request.connection->mhd, static_cast<unsigned>(status), response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+// Closes connections whose request has not fully arrived by its deadline. The
+// library's own timeout restarts with every byte, so a client trickling one
+// byte at a time would hold its connection for ever without this.
+void Impl::sweep() {
+  const auto deadline = options.limits.request_timeout;
+  const auto period = std::clamp<Clock::duration>(deadline / 4, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  static const std::string kTimeout = [] {
+    const std::string body = error_json("the request did not arrive in time", "invalid_request_error", "timeout");
+    return "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  }();
+  std::unique_lock lock(mutex);
+  while (!stopping) {
+    changed.wait_for(lock, period);
+    const auto now = Clock::now();
+    for (auto& [mhd, c] : connections) {
+      if ((c->phase != Phase::waiting && c->phase != Phase::receiving) || now - c->waiting_since < deadline) continue;
+      // A kept-alive connection with no request started just closes; a started one learns why.
+      if (c->phase == Phase::receiving) ::send(c->fd, kTimeout.data(), kTimeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(c->fd, SHUT_RDWR);
+      c->phase = Phase::closing;
+    }
+  }
+}
+
+void Impl::stop() {
+  if (stopping.exchange(true)) return;
+  if (!daemon) return;
+  MHD_quiesce_daemon(daemon);
+  {
+    std::unique_lock lock(mutex);
+    for (auto& [mhd, c] : connections) {
+      if (!c->request || !c->request->exchange) continue;
+      Exchange& e = *c->request->exchange;
+      std::lock_guard exchange_lock(e.mutex);
+      // Resumed before gone: the library must get every suspended connection back before it stops.
+      if (e.suspended) {
+        e.suspended = false;
+        MHD_resume_connection(e.connection);
+      }
+      e.gone = true;
+    }
+    changed.notify_all();
+    changed.wait(lock, [this] { return workers == 0; });
+  }
+  if (sweeper.joinable()) sweeper.join();
+  MHD_stop_daemon(daemon);
+  daemon = nullptr;
+  ::close(listen_fd);
 }
 
 Expected<std::unique_ptr<HttpServer>> HttpServer::listen(const std::string& host, int port, HttpHandler handler,
-                                                         HttpLimits limits) {
+                                                         HttpOptions options) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
@@ -188,110 +611,35 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::listen(const std::string& host
   }
   socklen_t length = sizeof address;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  server->listen_fd_ = fd;
-  server->port_ = ntohs(address.sin_port);
-  server->handler_ = std::move(handler);
-  server->limits_ = limits;
-  server->acceptor_ = std::thread([s = server.get()] { s->accept_loop(); });
-  return server;
+
+  auto impl = std::make_unique<Impl>();
+  impl->listen_fd = fd;
+  impl->port = ntohs(address.sin_port);
+  impl->handler = std::move(handler);
+  impl->options = std::move(options);
+  const HttpLimits& limits = impl->options.limits;
+  Impl* self = impl.get();
+  // The pool holds the request head and the answer's buffers; the head's own limit is checked exactly in on_head.
+  const size_t pool_bytes = limits.max_header_bytes + 16 * 1024;
+  self->daemon = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr, nullptr, on_access,
+      self, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(limits.max_connections),
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(limits.max_connections_per_ip),
+      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(limits.send_timeout_s),
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool_bytes, MHD_OPTION_NOTIFY_COMPLETED, on_completed, self,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, self, MHD_OPTION_URI_LOG_CALLBACK, on_uri, self,
+      MHD_OPTION_END);
+  if (!self->daemon) {
+    ::close(fd);
+    return make_error("cannot start the HTTP server on " + host + ":" + std::to_string(port));
+  }
+  self->sweeper = std::thread([self] { self->sweep(); });
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { stop(); }
-
-void HttpServer::stop() {
-  if (stopping_.exchange(true)) return;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
-  ::close(listen_fd_);
-  std::unique_lock lock(mutex_);
-  for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
-  idle_.wait(lock, [this] { return threads_ == 0; });
-}
-
-void HttpServer::accept_loop() {
-  while (!stopping_) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (stopping_) return;
-      if (errno == EMFILE || errno == ENFILE) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        continue;
-      }
-      return;
-    }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::lock_guard lock(mutex_);
-    if (threads_ >= limits_.max_connections || stopping_) {
-      HttpResponder(fd, false).send(503, "application/json",
-                                    R"({"error":{"message":"too many connections","type":"server_error","param":null,"code":null}})");
-      ::close(fd);
-      continue;
-    }
-    ++threads_;
-    open_fds_.insert(fd);
-    std::thread([this, fd] { serve_connection(fd); }).detach();
-  }
-}
-
-void HttpServer::serve_connection(int fd) {
-  timeval timeout{limits_.idle_timeout_s, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  std::string buffer;
-  while (!stopping_) {
-    size_t head_end = 0;
-    ReadResult r = read_until(fd, buffer, "\r\n\r\n", limits_.max_header_bytes, &head_end);
-    if (r == ReadResult::closed) break;
-    if (r == ReadResult::ok && head_end > limits_.max_header_bytes) r = ReadResult::too_large;
-    HttpRequest request;
-    if (r == ReadResult::too_large) {
-      HttpResponder(fd, false).send(431, "text/plain", "request headers too large\n");
-      break;
-    }
-    if (!parse_head(std::string_view(buffer).substr(0, head_end), request)) {
-      HttpResponder(fd, false).send(400, "text/plain", "malformed HTTP request\n");
-      break;
-    }
-    buffer.erase(0, head_end);
-    if (!request.header("transfer-encoding").empty()) {
-      HttpResponder(fd, false).send(400, "text/plain", "chunked request bodies are not supported; send Content-Length\n");
-      break;
-    }
-    size_t length = 0;
-    if (std::string cl = request.header("content-length"); !cl.empty()) {
-      char* end = nullptr;
-      unsigned long long value = std::strtoull(cl.c_str(), &end, 10);
-      if (*end != '\0' || cl[0] == '-') {
-        HttpResponder(fd, false).send(400, "text/plain", "bad Content-Length\n");
-        break;
-      }
-      if (value > limits_.max_body_bytes) {
-        HttpResponder(fd, false).send(413, "text/plain", "request body too large\n");
-        break;
-      }
-      length = static_cast<size_t>(value);
-    }
-    if (length > buffer.size() && lowercase(request.header("expect")) == "100-continue") {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      ::send(fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL);
-    }
-    size_t want = length;
-    if (read_until(fd, buffer, "", limits_.max_body_bytes, &want) != ReadResult::ok) break;
-    request.body = buffer.substr(0, length);
-    buffer.erase(0, length);
-
-    const bool keep_alive = lowercase(request.header("connection")) != "close" && !stopping_;
-    HttpResponder responder(fd, keep_alive);
-    handler_(request, responder);
-    if (!responder.responded()) responder.send(500, "text/plain", "no response\n");
-    if (!responder.keep_alive()) break;
-  }
-  std::lock_guard lock(mutex_);
-  open_fds_.erase(fd);
-  ::close(fd);
-  if (--threads_ == 0) idle_.notify_all();
-}
+int HttpServer::port() const { return impl_->port; }
+void HttpServer::stop() { impl_->stop(); }
 
 }  // namespace xft::engine::serve

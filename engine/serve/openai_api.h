@@ -42,7 +42,13 @@ struct CompletionRequest {
   bool skip_special_tokens = true;  // extension (vLLM, same default): no <|…|> control tokens in the text
 };
 
+// Bodies nested deeper are refused (400) before they are parsed.
+inline constexpr int kMaxJsonDepth = 64;
 Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat);
+
+// The deepest nesting of arrays and objects in JSON text (strings skipped);
+// the scan stops as soon as it passes stop_above.
+int json_nesting_depth(std::string_view text, int stop_above);
 
 // What every response and chunk of one request repeats.
 struct ResponseIds {

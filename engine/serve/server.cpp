@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "engine/serve/api_key.h"
 #include "engine/serve/chat_page.h"
 #include "engine/serve/openai_api.h"
 #include "engine/serve/stop_text.h"
@@ -64,7 +65,13 @@ Server::Server(Scheduler& scheduler, const Tokenizer& tokenizer, std::vector<int
 
 bool Server::authorized(const HttpRequest& request) const {
   if (options_.api_key.empty()) return true;
-  return request.header("authorization") == "Bearer " + options_.api_key;
+  return keys_equal(bearer_token(request.header("authorization")), options_.api_key);
+}
+
+void Server::screen(const HttpRequest& head, HttpResponder& responder) {
+  const bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
+  if (completion && head.method == "POST" && authorized(head)) return;
+  handle(head, responder);
 }
 
 void Server::handle(const HttpRequest& request, HttpResponder& responder) {
@@ -179,7 +186,8 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
       if (!on_text(stop_text.push(decoder.push(id)))) client_left = true;
     }
     if (stop_text.stopped()) stream->cancel();  // the rest would be cut anyway
-    if (!req.stream && responder.client_gone()) client_left = true;
+    // Also while no token comes (queued, or the server stopping): a stream learns it only here.
+    if (responder.client_gone()) client_left = true;
     if (client_left) {
       stream->cancel();
       return;  // nobody to answer; the connection closes

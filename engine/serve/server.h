@@ -30,6 +30,10 @@ std::vector<int32_t> chat_prompt_ids(const Tokenizer& tokenizer,
 class Server {
  public:
   Server(Scheduler& scheduler, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids, ServerOptions options);
+  // The HttpScreen: answers every request its head decides (pages, metrics,
+  // 401, 404, 405) before any body is read; leaves authorized completions,
+  // which need their body, to handle().
+  void screen(const HttpRequest& head, HttpResponder& responder);
   void handle(const HttpRequest& request, HttpResponder& responder);
 
  private:

@@ -5,7 +5,9 @@
 # greedy output from `run qwen --prompt`; 16 concurrent streaming clients get
 # the text each gets alone, in fewer steps than tokens (batched); malformed
 # requests get OpenAI-style 400s and the server keeps serving; the API key,
-# the queue limit (429), /metrics and a clean stop on SIGTERM.
+# the queue limit (429), /metrics and a clean stop on SIGTERM. Browser rules
+# (Host, Origin) and the warning for a public address without a key; a
+# 2-rank server whose key reached its ranks through the environment only.
 set -euo pipefail
 : "${XFTCTL:?path of the xftctl binary}"
 : "${XFT_SOURCE_DIR:?source tree}"
@@ -26,34 +28,49 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' 
   >"$tmp/ref_chat.txt" 2>/dev/null
 "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 20 --raw --prompt "The capital of France is" \
   >"$tmp/ref_raw.txt" 2>/dev/null
-"$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 200 --prompt "Hello" \
-  >"$tmp/ref_long.txt" 2>/dev/null
+# A long answer with a control token in it; which prompt gives one depends on the CPU's kernels.
+long_prompt=""
+for p in "Hello" "Good morning" "Hi" "Tell me a story" "Question 7" "abc" "What is 2+2?"; do
+  "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 200 --prompt "$p" \
+    >"$tmp/ref_long.txt" 2>/dev/null
+  if grep -q '<|extra_[0-9]*|>' "$tmp/ref_long.txt"; then long_prompt=$p; break; fi
+done
+[ -n "$long_prompt" ] || fail "no candidate prompt's 200-token answer has a control token"
 
-# start_server LOG ARGS...: starts the server on a free port, sets PORT and SERVER_PID.
+# start_server LOG ARGS...: starts the server on a free port of ${ADDR:-127.0.0.1}, sets PORT and SERVER_PID.
 start_server() {
   local log=$1; shift
-  "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --serve 127.0.0.1:0 "$@" 2>"$log" &
+  "$XFTCTL" run qwen --model "$tmp/m" --serve "${ADDR:-127.0.0.1}:0" "$@" 2>"$log" &
   SERVER_PID=$!
   pids+=("$SERVER_PID")
-  for _ in $(seq 1 300); do
-    PORT=$(sed -n 's|^xftctl: serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$log")
+  for _ in $(seq 1 600); do
+    # Under mpirun, rank 0's lines come tagged "[rank 0 host] ".
+    PORT=$(sed -n 's|^.*xftctl: serving .* on http://[0-9.]*:\([0-9]*\) .*|\1|p' "$log")
     [ -n "$PORT" ] && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited: $(cat "$log")"
     sleep 0.1
   done
-  fail "the server did not start in 30 s"
+  fail "the server did not start in 60 s"
+}
+stop_server() {  # WHAT: SIGTERM, exit 0 within 15 s
+  kill -TERM "$SERVER_PID"
+  for _ in $(seq 1 150); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$SERVER_PID" 2>/dev/null && fail "$1: still running 15 s after SIGTERM"
+  local rc=0; wait "$SERVER_PID" || rc=$?
+  [ "$rc" = 0 ] || fail "$1: exit code $rc after SIGTERM"
 }
 
-start_server "$tmp/server.log" --max-new-tokens 20 --max-context 256 --max-batch 16
+start_server "$tmp/server.log" --threads 2 --max-new-tokens 20 --max-context 256 --max-batch 16
 grep -q "^xftctl: 1 rank, bf16/.*, batch up to 16, queue 64, context 256, KV .* MiB per 1000 positions$" "$tmp/server.log" \
   || fail "startup line: $(cat "$tmp/server.log")"
 
-python3 - "$PORT" "$tmp/ref_chat.txt" "$tmp/ref_raw.txt" "$tmp/ref_long.txt" <<'PY' || fail "API checks"
+python3 - "$PORT" "$tmp/ref_chat.txt" "$tmp/ref_raw.txt" "$tmp/ref_long.txt" "$long_prompt" <<'PY' || fail "API checks"
 import http.client, json, re, sys, threading
 port = int(sys.argv[1])
 ref_chat = open(sys.argv[2], encoding="utf-8", newline="").read()[:-1]  # run qwen ends the answer with a newline
 ref_raw = open(sys.argv[3], encoding="utf-8", newline="").read()[:-1]
 ref_long = open(sys.argv[4], encoding="utf-8", newline="").read()[:-1]
+long_prompt = sys.argv[5]
 assert ref_chat and ref_raw, "empty reference answers"
 
 def request(method, path, body=None, headers=None):
@@ -116,8 +133,8 @@ assert status == 200 and r["object"] == "text_completion" and r["choices"][0]["t
 clean = post("/v1/completions", {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 20})[1]["choices"][0]["text"]
 assert clean == re.sub(r"<\|[a-z_0-9]+\|>", "", ref_raw), (clean, ref_raw)
 assert re.search(r"<\|extra_[0-9]+\|>", ref_long), "the long reference answer has no control token to leave out"
-assert post("/v1/chat/completions", chat("Hello", max_tokens=200, **raw_text))[1]["choices"][0]["message"]["content"] == ref_long
-clean = post("/v1/chat/completions", chat("Hello", max_tokens=200))[1]["choices"][0]["message"]["content"]
+assert post("/v1/chat/completions", chat(long_prompt, max_tokens=200, **raw_text))[1]["choices"][0]["message"]["content"] == ref_long
+clean = post("/v1/chat/completions", chat(long_prompt, max_tokens=200))[1]["choices"][0]["message"]["content"]
 assert clean == re.sub(r"<\|[a-z_0-9]+\|>", "", ref_long) and clean != ref_long, (clean, ref_long)
 
 # Streamed answers: the same text, OpenAI's chunk format, usage at the end.
@@ -184,24 +201,27 @@ for needle in ['xftctl_http_requests_total{endpoint="/v1/chat/completions",statu
 print("API checks passed")
 PY
 
-kill -TERM "$SERVER_PID"
-for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$SERVER_PID" 2>/dev/null && fail "the server did not stop within 10 s of SIGTERM"
-rc=0; wait "$SERVER_PID" || rc=$?
-[ "$rc" = 0 ] || fail "the server exited $rc on SIGTERM"
+stop_server "first server"
 grep -q "^xftctl: server stopped$" "$tmp/server.log" || fail "no stop message"
 
 # The API key and the queue limit: one request decodes, one waits, the third is refused.
-echo "s3cret-key-123" >"$tmp/key"
-start_server "$tmp/server2.log" --max-batch 1 --max-queue 1 --api-key-file "$tmp/key"
+# A key file others can read is refused before anything starts; its CRLF is not part of the key.
+printf 's3cret-key-123\r\n' >"$tmp/key"
+chmod 644 "$tmp/key"
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve 0 --api-key-file "$tmp/key" 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && [ "$(cat "$tmp/err")" = "xftctl: run qwen: --api-key-file $tmp/key: other users can read it (mode 0644); run: chmod 600 $tmp/key" ] \
+  || fail "0644 key file: rc $rc, $(cat "$tmp/err")"
+chmod 600 "$tmp/key"
+start_server "$tmp/server2.log" --threads 2 --max-batch 1 --max-queue 1 --api-key-file "$tmp/key"
 grep -q ", API key required$" "$tmp/server2.log" || fail "startup line does not mention the key"
 python3 - "$PORT" <<'PY' || fail "key and queue checks"
 import http.client, json, sys, threading, time
 port = int(sys.argv[1])
-def post(body, key=None, path="/v1/completions"):
+def post(body, key=None, path="/v1/completions", scheme="Bearer", host=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     h = {"Content-Type": "application/json"}
-    if key: h["Authorization"] = "Bearer " + key
+    if key: h["Authorization"] = scheme + " " + key
+    if host: h["Host"] = host
     c.request("POST", path, body=json.dumps(body), headers=h)
     r = c.getresponse()
     out = r.status, json.loads(r.read())
@@ -210,6 +230,10 @@ def post(body, key=None, path="/v1/completions"):
 status, r = post({"prompt": "hi", "max_tokens": 2})
 assert status == 401 and r["error"]["code"] == "invalid_api_key", (status, r)
 assert post({"prompt": "hi", "max_tokens": 2}, key="wrong")[0] == 401
+assert post({"prompt": "hi", "max_tokens": 2}, key="s3cret-key-12")[0] == 401
+assert post({"prompt": "hi", "max_tokens": 2}, key="s3cret-key-123", scheme="bearer")[0] == 200
+# With a key, a name that is not loopback may reach the server (a proxy, a LAN name).
+assert post({"prompt": "hi", "max_tokens": 2}, key="s3cret-key-123", host="gpu-box.lan:8000")[0] == 200
 c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", "/health"); assert c.getresponse().status == 200
 status, r = post({"prompt": "hi", "max_tokens": 2, "temperature": 0}, key="s3cret-key-123")
 assert status == 200 and r["usage"]["completion_tokens"] >= 1, (status, r)
@@ -226,7 +250,83 @@ assert sorted(s for s, _ in results) == [200, 200], results
 print("key and queue checks passed")
 PY
 if grep -q "s3cret-key-123" "$tmp/server2.log"; then fail "the API key was logged"; fi
-kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || fail "second server exit code"
+stop_server "second server"
+
+# A public address without a key: a warning, and only loopback Host names and same-origin pages are served.
+ADDR=0.0.0.0 start_server "$tmp/server3.log" --threads 2 --max-new-tokens 2
+grep -q "^xftctl: warning: serving on 0.0.0.0 with no API key: anyone who can reach this port can use the model (set XFTCTL_API_KEY or --api-key-file FILE)$" \
+  "$tmp/server3.log" || fail "no warning for 0.0.0.0 without a key: $(cat "$tmp/server3.log")"
+python3 - "$PORT" <<'PY' || fail "browser checks"
+import http.client, json, sys
+port = int(sys.argv[1])
+def call(method, path, headers, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request(method, path, body=body, headers=headers)
+    r = c.getresponse()
+    out = r.status, r.read().decode()
+    c.close()
+    return out
+body = json.dumps({"prompt": "hi", "max_tokens": 2, "temperature": 0})
+# DNS rebinding: a hostile name that resolves to this machine.
+status, text = call("POST", "/v1/completions", {"Host": f"rebind.evil.example:{port}"}, body)
+assert status == 403 and json.loads(text)["error"]["code"] == "forbidden_host", (status, text)
+# A hostile page posting text/plain (no preflight) to the loopback address.
+status, text = call("POST", "/v1/completions", {"Origin": "http://evil.example", "Content-Type": "text/plain"}, body)
+assert status == 403 and json.loads(text)["error"]["code"] == "forbidden_origin", (status, text)
+# The chat page's own requests: same origin.
+status, text = call("POST", "/v1/completions", {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"}, body)
+assert status == 200, (status, text)
+status, text = call("GET", "/health", {"Host": f"localhost:{port}"})
+assert status == 200, (status, text)
+# HEAD: headers only.
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+c.request("HEAD", "/")
+r = c.getresponse()
+assert r.status == 200 and int(r.getheader("Content-Length")) > 1000 and r.read() == b"", r.status
+print("browser checks passed")
+PY
+stop_server "keyless public server"
+
+# Two ranks under mpirun: the key is only in the control node's environment; it reaches rank 0
+# through mpirun's environment (-x NAME), never through any command line.
+XFTCTL_API_KEY=env-key-4567 start_server "$tmp/server4.log" --local 2 --max-new-tokens 2
+grep -q "xftctl: 2 ranks, .*, API key required$" "$tmp/server4.log" || fail "2 ranks, key: $(cat "$tmp/server4.log")"
+KEY=env-key-4567 python3 - "$PORT" <<'PY' || fail "2-rank key checks"
+import http.client, json, os, sys
+port = int(sys.argv[1])
+key = os.environ["KEY"]
+told = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")
+    except OSError:
+        continue
+    assert not any(key in a for a in argv), f"the key is on the command line of {pid}: {argv}"
+    told += "--require-api-key" in argv
+assert told >= 2, f"{told} processes were told to require the key (2 ranks expected)"
+def post(key=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Content-Type": "application/json"}
+    if key: h["Authorization"] = "Bearer " + key
+    c.request("POST", "/v1/completions", body=json.dumps({"prompt": "hi", "max_tokens": 2, "temperature": 0}), headers=h)
+    r = c.getresponse()
+    out = r.status, json.loads(r.read())
+    c.close()
+    return out
+status, r = post()
+assert status == 401 and r["error"]["code"] == "invalid_api_key", (status, r)
+status, r = post(key)
+assert status == 200 and r["usage"]["completion_tokens"] >= 1, (status, r)
+print("2-rank key checks passed")
+PY
+if grep -q "env-key-4567" "$tmp/server4.log"; then fail "the API key was logged"; fi
+stop_server "2-rank server"
+
+# A rank told to require a key that did not reach it refuses to serve.
+rc=0; env -u XFTCTL_API_KEY "$XFTCTL" run qwen --model "$tmp/m" --rank-worker --require-api-key --serve 127.0.0.1:0 \
+  2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && grep -q "^xftctl: rank 0 (.*): run qwen: an API key is required but XFTCTL_API_KEY is not in this rank's environment (mpirun did not forward it); not serving without it$" "$tmp/err" \
+  || fail "rank without its key: rc $rc, $(cat "$tmp/err")"
 
 # Bad flags fail before loading anything, with one line naming the flag.
 rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve nonsense 2>"$tmp/err" || rc=$?

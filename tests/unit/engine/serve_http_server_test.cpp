@@ -1,5 +1,8 @@
-// The HTTP layer against raw sockets: keep-alive with pipelined requests,
-// 100-continue, chunked streaming, and the refusals (malformed, too large).
+// The HTTP layer against raw sockets: framing (keep-alive, pipelining,
+// 100-continue, chunked streams sent as written, HEAD, HTTP/1.0), refusals of
+// malformed heads, limits that hold however a client behaves (request
+// deadline, per-address connection cap, body limits before buffering, a
+// client that never reads), and the browser rules (Host, Origin, CORS).
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -7,12 +10,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <regex>
 #include <string>
+#include <thread>
 
 #include "engine/serve/http_server.h"
 
 namespace xft::engine::serve {
 namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 class Client {
  public:
@@ -27,8 +38,11 @@ class Client {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
   }
   ~Client() { ::close(fd_); }
-  void send(const std::string& data) { ASSERT_EQ(static_cast<ssize_t>(data.size()), ::send(fd_, data.data(), data.size(), 0)); }
-  // Everything until the server closes the connection.
+  int fd() const { return fd_; }
+  void send(const std::string& data) {
+    ASSERT_EQ(static_cast<ssize_t>(data.size()), ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL));
+  }
+  // Everything until the server closes the connection (or 10 s pass).
   std::string read_all() {
     std::string out;
     char buf[4096];
@@ -38,97 +52,452 @@ class Client {
   }
   // Reads until `text` has arrived.
   std::string read_until(const std::string& text) {
-    std::string out;
-    char buf[4096];
-    while (out.find(text) == std::string::npos) {
+    while (buffer_.find(text) == std::string::npos) {
+      char buf[4096];
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
+      buffer_.append(buf, static_cast<size_t>(n));
     }
+    const size_t end = buffer_.find(text);
+    std::string out = end == std::string::npos ? buffer_ : buffer_.substr(0, end + text.size());
+    buffer_.erase(0, out.size());
     return out;
+  }
+  // True when the server closed (or reset) the connection with nothing more to read.
+  bool closed() {
+    char c;
+    ssize_t n = ::recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
 
  private:
   int fd_ = -1;
+  std::string buffer_;
 };
 
-std::unique_ptr<HttpServer> echo_server(HttpLimits limits = {}) {
-  auto server = HttpServer::listen(
-      "127.0.0.1", 0,
-      [](const HttpRequest& r, HttpResponder& out) {
-        if (r.path == "/stream") {
-          out.start_stream(200, "text/event-stream");
-          out.write("data: a\n\n");
-          out.write("data: b\n\n");
-          out.end_stream();
-          return;
-        }
-        out.send(200, "text/plain", r.method + " " + r.path + "?" + r.query + " [" + r.body + "] " + r.header("x-a"));
-      },
-      limits);
+// Responses without their Date line (the only header that changes from run to run).
+std::string undated(const std::string& response) {
+  return std::regex_replace(response, std::regex("Date: [^\r]*\r\n"), "");
+}
+
+std::string status_line(const std::string& response) { return response.substr(0, response.find("\r\n")); }
+
+std::string body_of(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+HttpHandler echo() {
+  return [](const HttpRequest& r, HttpResponder& out) {
+    out.send(200, "text/plain", r.method + " " + r.path + "?" + r.query + " [" + r.body + "] " + r.header("x-a"));
+  };
+}
+
+std::unique_ptr<HttpServer> start(HttpHandler handler, HttpOptions options = {}) {
+  auto server = HttpServer::listen("127.0.0.1", 0, std::move(handler), std::move(options));
   EXPECT_TRUE(server.ok()) << server.error().message;
   return std::move(*server);
 }
 
+// ---- framing --------------------------------------------------------------
+
 TEST(ServeHttpServer, PipelinedKeepAliveRequestsAreAnsweredInOrder) {
-  auto server = echo_server();
+  auto server = start(echo());
   Client c(server->port());
-  c.send("POST /one?x=1 HTTP/1.1\r\nContent-Length: 3\r\nX-A: h\r\n\r\nabcGET /two HTTP/1.1\r\nConnection: close\r\n\r\n");
-  EXPECT_EQ(c.read_all(),
-            std::string("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 21\r\nConnection: keep-alive\r\n\r\n"
-                "POST /one?x=1 [abc] h"
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
-                "GET /two? [] "));
+  c.send("POST /one?x=1 HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nX-A: h\r\n\r\nabc"
+         "GET /two%2F HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(undated(c.read_all()),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\r\n"
+            "POST /one?x=1 [abc] h"
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n\r\n"
+            "GET /two%2F? [] ");
 }
 
 TEST(ServeHttpServer, ExpectContinueGetsA100BeforeTheBodyIsSent) {
-  auto server = echo_server();
+  auto server = start(echo());
   Client c(server->port());
-  c.send("POST /b HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n");
+  c.send("POST /b HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(c.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
   c.send("hi");
-  EXPECT_NE(c.read_all().find("POST /b? [hi]"), std::string::npos);
+  EXPECT_EQ(body_of(c.read_all()), "POST /b? [hi] ");
 }
 
-TEST(ServeHttpServer, StreamsUseChunkedFraming) {
-  auto server = echo_server();
+TEST(ServeHttpServer, ChunkedRequestBodiesAreDecoded) {
+  auto server = start(echo());
   Client c(server->port());
-  c.send("GET /stream HTTP/1.1\r\nConnection: close\r\n\r\n");
-  EXPECT_EQ(c.read_all(),
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-            "9\r\ndata: a\n\n\r\n9\r\ndata: b\n\n\r\n0\r\n\r\n");
+  c.send("POST /c HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+         "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+  EXPECT_EQ(body_of(c.read_all()), "POST /c? [abcde] ");
 }
 
-TEST(ServeHttpServer, MalformedAndOversizedRequestsAreRefusedAndTheServerGoesOn) {
-  HttpLimits limits;
-  limits.max_body_bytes = 10;
-  limits.max_header_bytes = 256;
-  auto server = echo_server(limits);
+TEST(ServeHttpServer, EachStreamWriteIsSentBeforeTheNextIsMade) {
+  std::promise<void> first_seen;
+  auto seen = first_seen.get_future().share();
+  auto server = start([seen](const HttpRequest&, HttpResponder& out) {
+    out.start_stream(200, "text/event-stream");
+    out.write("data: a\n\n");
+    seen.wait();  // the client must see the first event while the stream is still open
+    out.write("data: b\n\n");
+    out.end_stream();
+  });
+  Client c(server->port());
+  c.send("GET /stream HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(undated(c.read_until("data: a\n\n\r\n")),
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n9\r\ndata: a\n\n\r\n");
+  first_seen.set_value();
+  EXPECT_EQ(c.read_all(), "9\r\ndata: b\n\n\r\n0\r\n\r\n");
+}
+
+TEST(ServeHttpServer, HeadAnswersCarryNoBody) {
+  auto server = start(echo());
+  Client c(server->port());
+  c.send("HEAD /h HTTP/1.1\r\nHost: localhost\r\n\r\nGET /g HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(undated(c.read_all()),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\n"  // "HEAD /h? [] " not sent
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nGET /g? [] ");
+}
+
+TEST(ServeHttpServer, Http10IsClosedAfterOneAnswerUnlessItAsksForKeepAlive) {
+  auto server = start(echo());
   {
     Client c(server->port());
-    c.send("NONSENSE\r\n\r\n");
-    EXPECT_EQ(c.read_all().substr(0, 24), "HTTP/1.1 400 Bad Request");
-  }
-  {
-    Client c(server->port());
-    c.send("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n");
-    EXPECT_EQ(c.read_all().substr(0, 30), "HTTP/1.1 413 Payload Too Large");
-  }
-  {
-    Client c(server->port());
-    c.send("GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n");
-    EXPECT_EQ(c.read_all().substr(0, 12), "HTTP/1.1 431");
-  }
-  {
-    Client c(server->port());
-    c.send("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
-    EXPECT_EQ(c.read_all().substr(0, 12), "HTTP/1.1 400");
+    c.send("GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n");
+    const std::string out = c.read_all();  // ends because the server closed
+    EXPECT_EQ(status_line(out), "HTTP/1.1 200 OK");
+    EXPECT_EQ(body_of(out), "GET /a? [] ");
   }
   Client c(server->port());
-  c.send("GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n");
-  EXPECT_NE(c.read_all().find("GET /ok? []"), std::string::npos);
-  EXPECT_FALSE(HttpServer::listen("not-an-address", 0, {}).ok());
+  c.send("GET /a HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(body_of(c.read_all()), "GET /a? [] ");
+}
+
+// ---- malformed heads --------------------------------------------------------
+
+std::string answer_to(int port, const std::string& request) {
+  Client c(port);
+  c.send(request);
+  return c.read_all();
+}
+
+TEST(ServeHttpServer, MalformedHeadsAreRefusedWith400AndTheServerGoesOn) {
+  std::atomic<int> handled{0};
+  auto server = start([&handled](const HttpRequest& r, HttpResponder& out) {
+    ++handled;
+    out.send(200, "text/plain", "ok");
+  });
+  const int port = server->port();
+  // A request line the library cannot split is closed unanswered; the rest get 400.
+  EXPECT_EQ(answer_to(port, "NONSENSE\r\n\r\n"), "");
+  EXPECT_EQ(status_line(answer_to(port, "GET /\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line(answer_to(port, "GET /a b HTTP/1.1\r\nHost: localhost\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line(answer_to(port, "GET / HTTP/9.9\r\nHost: localhost\r\n\r\n")),
+            "HTTP/1.1 505 HTTP Version Not Supported");
+  const std::string twice = answer_to(
+      port, "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhihi!");
+  EXPECT_EQ(status_line(twice), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(body_of(twice),
+            R"({"error":{"code":"malformed_request","message":"more than one content-length header","param":null,"type":"invalid_request_error"}})");
+  const std::string spaced = answer_to(port, "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length : 2\r\n\r\nhi");
+  EXPECT_EQ(status_line(spaced), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(body_of(spaced),
+            R"({"error":{"code":"malformed_request","message":"malformed header name","param":null,"type":"invalid_request_error"}})");
+  EXPECT_EQ(status_line(answer_to(port, "GET /x HTTP/1.1\r\nHost: localhost\r\n X-Folded-Into-Nothing: a\r\n\r\n")),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line(answer_to(port, "GET /x HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n")),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line(answer_to(port, "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
+                                        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")),
+            "HTTP/1.1 400 Bad Request");
+  for (const std::string length : {"-1", "+2", "2,2", "0x2"}) {
+    EXPECT_EQ(status_line(answer_to(port, "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + length + "\r\n\r\nhi")),
+              "HTTP/1.1 400 Bad Request") << length;
+  }
+  EXPECT_EQ(status_line(answer_to(port, "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(body_of(answer_to(port, "GET /x HTTP/1.1\r\n\r\n")),
+            R"({"error":{"code":"malformed_request","message":"an HTTP/1.1 request needs a Host header","param":null,"type":"invalid_request_error"}})");
+  EXPECT_EQ(handled, 0);
+  EXPECT_EQ(body_of(answer_to(port, "GET /ok HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")), "ok");
+}
+
+TEST(ServeHttpServer, BareLineFeedsAreParsedNotLeftWaiting) {
+  auto server = start(echo());
+  Client c(server->port());
+  const auto begin = Clock::now();
+  c.send("GET /lf HTTP/1.1\nHost: localhost\nX-A: v\nConnection: close\n\n");
+  EXPECT_EQ(body_of(c.read_all()), "GET /lf? [] v");
+  EXPECT_LT(Clock::now() - begin, 5s);  // answered, not held until a timeout
+}
+
+TEST(ServeHttpServer, HeadsOverTheLimitGet431) {
+  HttpOptions options;
+  options.limits.max_header_bytes = 2048;
+  auto server = start(echo(), options);
+  EXPECT_EQ(status_line(answer_to(server->port(), "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
+                                                      std::string(4000, 'a') + "\r\n\r\n")),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(status_line(answer_to(server->port(), "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
+                                                      std::string(1500, 'a') + "\r\nConnection: close\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+}
+
+// ---- bodies -----------------------------------------------------------------
+
+TEST(ServeHttpServer, ADeclaredBodyOverTheLimitGets413BeforeItIsSent) {
+  HttpOptions options;
+  options.limits.max_body_bytes = 10;
+  auto server = start(echo(), options);
+  Client c(server->port());
+  c.send("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\n");  // and nothing more
+  const std::string out = c.read_all();
+  EXPECT_EQ(status_line(out), "HTTP/1.1 413 Content Too Large");
+  EXPECT_EQ(body_of(out),
+            R"({"error":{"code":"body_too_large","message":"request body larger than 10 bytes","param":null,"type":"invalid_request_error"}})");
+}
+
+TEST(ServeHttpServer, AChunkedBodyOverTheLimitGets413) {
+  HttpOptions options;
+  options.limits.max_body_bytes = 10;
+  auto server = start(echo(), options);
+  EXPECT_EQ(status_line(answer_to(server->port(), "POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                  "8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n")),
+            "HTTP/1.1 413 Content Too Large");
+}
+
+TEST(ServeHttpServer, BodiesPastTheBufferedTotalGet503) {
+  HttpOptions options;
+  options.limits.max_body_bytes = 1000;
+  options.limits.max_buffered_body_bytes = 100;
+  auto server = start(echo(), options);
+  EXPECT_EQ(status_line(answer_to(server->port(), "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 101\r\n\r\n")),
+            "HTTP/1.1 503 Service Unavailable");
+}
+
+TEST(ServeHttpServer, TheScreenAnswersFromTheHeadAloneAndTheBodyIsNeverRead) {
+  std::atomic<int> handled{0};
+  HttpOptions options;
+  options.screen = [](const HttpRequest& head, HttpResponder& out) {
+    if (head.header("authorization") != "Bearer k") out.send(401, "text/plain", "key?");
+  };
+  auto server = start(
+      [&handled](const HttpRequest& r, HttpResponder& out) {
+        ++handled;
+        out.send(200, "text/plain", std::to_string(r.body.size()));
+      },
+      options);
+  Client c(server->port());
+  // A body within the limit that never comes: the answer must not wait for it.
+  c.send("POST /v1/x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n");
+  const std::string out = c.read_all();
+  EXPECT_EQ(undated(out), "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\nkey?");
+  EXPECT_EQ(handled, 0);
+  EXPECT_EQ(body_of(answer_to(server->port(), "POST /v1/x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k\r\n"
+                                              "Content-Length: 3\r\nConnection: close\r\n\r\nabc")),
+            "3");
+}
+
+// ---- limits that hold against slow or greedy clients ---------------------------
+
+TEST(ServeHttpServer, AHeadTrickledByteByByteIsCutAtTheRequestDeadline) {
+  HttpOptions options;
+  options.limits.request_timeout = 1s;
+  auto server = start(echo(), options);
+  Client c(server->port());
+  const auto begin = Clock::now();
+  c.send("GET / HTTP/1.1\r\nHost: localhost\r\n");
+  // Each byte restarts an idle timeout; only a deadline for the whole head ends this.
+  while (Clock::now() - begin < 5s) {
+    if (::send(c.fd(), "X", 1, MSG_NOSIGNAL) != 1) break;
+    std::this_thread::sleep_for(100ms);
+    char peek;
+    if (::recv(c.fd(), &peek, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) break;  // an answer or the close arrived
+  }
+  const std::string out = c.read_all();
+  EXPECT_LT(Clock::now() - begin, 3s);
+  EXPECT_EQ(status_line(out), "HTTP/1.1 408 Request Timeout");
+  EXPECT_EQ(body_of(out),
+            R"({"error":{"code":"timeout","message":"the request did not arrive in time","param":null,"type":"invalid_request_error"}})");
+}
+
+TEST(ServeHttpServer, AConnectionThatSendsNothingIsClosedAtTheRequestDeadline) {
+  HttpOptions options;
+  options.limits.request_timeout = 1s;
+  auto server = start(echo(), options);
+  Client idle(server->port());
+  Client kept(server->port());
+  kept.send("GET /k HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(body_of(kept.read_until("GET /k? [] ")), "GET /k? [] ");
+  const auto begin = Clock::now();
+  EXPECT_TRUE(idle.closed());
+  EXPECT_TRUE(kept.closed());  // kept alive, then idle past the deadline
+  EXPECT_LT(Clock::now() - begin, 3s);
+}
+
+TEST(ServeHttpServer, OneAddressGetsNoMoreThanItsConnections) {
+  HttpOptions options;
+  options.limits.max_connections_per_ip = 3;
+  auto server = start(echo(), options);
+  std::vector<std::unique_ptr<Client>> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(std::make_unique<Client>(server->port()));
+    open.back()->send("GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    EXPECT_EQ(body_of(open.back()->read_until("[] ")), "GET /" + std::to_string(i) + "? [] ");
+  }
+  {
+    Client fourth(server->port());
+    ::send(fourth.fd(), "GET /4 HTTP/1.1\r\nHost: localhost\r\n\r\n", 35, MSG_NOSIGNAL);
+    EXPECT_TRUE(fourth.closed());  // closed unanswered
+  }
+  open.pop_back();
+  std::string out;
+  for (int attempt = 0; attempt < 50 && out.empty(); ++attempt) {  // the server sees the close asynchronously
+    out = answer_to(server->port(), "GET /again HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    if (out.empty()) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(body_of(out), "GET /again? [] ");
+}
+
+TEST(ServeHttpServer, AClientThatNeverReadsIsCutAtTheSendTimeoutWithoutBlockingItsHandler) {
+  HttpOptions options;
+  options.limits.send_timeout_s = 1;
+  std::promise<bool> write_failed;
+  auto result = write_failed.get_future();
+  auto server = start(
+      [&write_failed](const HttpRequest&, HttpResponder& out) {
+        out.start_stream(200, "application/octet-stream");
+        const std::string block(64 * 1024, 'x');
+        const auto begin = Clock::now();
+        bool ok = true;
+        while (ok && Clock::now() - begin < 20s) {
+          ok = out.write(block);  // never blocks: the library sends what the client takes
+          std::this_thread::sleep_for(5ms);
+        }
+        write_failed.set_value(!ok);
+      },
+      options);
+  Client c(server->port());
+  int small = 4096;
+  ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  c.send("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n");  // and never read
+  ASSERT_EQ(result.wait_for(15s), std::future_status::ready);
+  EXPECT_TRUE(result.get());
+}
+
+TEST(ServeHttpServer, StopEndsOpenStreamsAndWaitsForTheirHandlers) {
+  std::atomic<bool> handler_done{false};
+  auto server = start([&handler_done](const HttpRequest&, HttpResponder& out) {
+    out.start_stream(200, "text/event-stream");
+    while (out.write("data: x\n\n")) std::this_thread::sleep_for(10ms);
+    handler_done = true;
+  });
+  Client c(server->port());
+  c.send("GET /s HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  c.read_until("data: x");
+  server->stop();
+  EXPECT_TRUE(handler_done);
+}
+
+// ---- browsers ------------------------------------------------------------------
+
+std::string get_with(int port, const std::string& headers, const std::string& method = "GET") {
+  return answer_to(port, method + " /p HTTP/1.1\r\n" + headers + "Connection: close\r\n\r\n");
+}
+
+TEST(ServeHttpServer, WithoutAKeyOnlyLoopbackOrListedHostNamesAreServed) {
+  HttpOptions options;
+  options.access.allowed_hosts = {"my.box"};
+  auto server = start(echo(), options);
+  const int port = server->port();
+  for (const std::string host : {"localhost:8000", "127.0.0.1", "[::1]:1", "LOCALHOST", "my.box:9"}) {
+    EXPECT_EQ(status_line(get_with(port, "Host: " + host + "\r\n")), "HTTP/1.1 200 OK") << host;
+  }
+  const std::string rebound = get_with(port, "Host: evil.example:8000\r\n");
+  EXPECT_EQ(status_line(rebound), "HTTP/1.1 403 Forbidden");
+  EXPECT_NE(body_of(rebound).find(R"("code":"forbidden_host")"), std::string::npos) << rebound;
+  EXPECT_EQ(status_line(get_with(port, "Host: 10.0.0.5\r\n")), "HTTP/1.1 403 Forbidden");
+  EXPECT_EQ(status_line(get_with(port, "Host: localhost.evil.example\r\n")), "HTTP/1.1 403 Forbidden");
+}
+
+TEST(ServeHttpServer, WithAKeyAnyHostIsServed) {
+  HttpOptions options;
+  options.access.any_host = true;
+  auto server = start(echo(), options);
+  EXPECT_EQ(status_line(get_with(server->port(), "Host: evil.example:8000\r\n")), "HTTP/1.1 200 OK");
+}
+
+TEST(ServeHttpServer, CrossOriginRequestsAreRefusedAndNeverHandled) {
+  std::atomic<int> handled{0};
+  auto server = start([&handled](const HttpRequest&, HttpResponder& out) {
+    ++handled;
+    out.send(200, "text/plain", "ok");
+  });
+  const int port = server->port();
+  const std::string self = "127.0.0.1:" + std::to_string(port);
+  // What a hostile page's form or fetch(no-cors) sends: a "simple" request that needs no preflight.
+  const std::string cross = answer_to(port, "POST /v1/completions HTTP/1.1\r\nHost: " + self +
+                                                "\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n"
+                                                "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
+  EXPECT_EQ(status_line(cross), "HTTP/1.1 403 Forbidden");
+  EXPECT_NE(body_of(cross).find(R"("code":"forbidden_origin")"), std::string::npos) << cross;
+  EXPECT_EQ(status_line(get_with(port, "Host: " + self + "\r\nOrigin: null\r\n")), "HTTP/1.1 403 Forbidden");
+  EXPECT_EQ(handled, 0);
+  EXPECT_EQ(status_line(get_with(port, "Host: " + self + "\r\nOrigin: http://" + self + "\r\n")), "HTTP/1.1 200 OK");
+  EXPECT_EQ(handled, 1);
+}
+
+TEST(ServeHttpServer, AllowedOriginsGetCorsHeadersAndPreflights) {
+  HttpOptions options;
+  options.access.cors_origins = {"https://app.example"};
+  auto server = start(echo(), options);
+  const int port = server->port();
+  EXPECT_EQ(undated(get_with(port, "Host: localhost\r\nOrigin: https://app.example\r\n"
+                                   "Access-Control-Request-Method: POST\r\n", "OPTIONS")),
+            "HTTP/1.1 204 No Content\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+            "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
+            "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\nAccess-Control-Allow-Origin: https://app.example\r\n"
+            "Access-Control-Max-Age: 600\r\nVary: Origin\r\n\r\n");
+  EXPECT_EQ(undated(get_with(port, "Host: localhost\r\nOrigin: https://app.example\r\n")),
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+            "Access-Control-Allow-Origin: https://app.example\r\nVary: Origin\r\nContent-Length: 11\r\n\r\nGET /p? [] ");
+  EXPECT_EQ(status_line(get_with(port, "Host: localhost\r\nOrigin: https://other.example\r\n", "OPTIONS")),
+            "HTTP/1.1 403 Forbidden");
+}
+
+TEST(ServeHttpServer, ListenRefusesANonAddress) {
+  auto server = HttpServer::listen("not-an-address", 0, echo());
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.error().message, "--serve not-an-address:0: 'not-an-address' is not an IPv4 address (use e.g. 127.0.0.1 or 0.0.0.0)");
+}
+
+// ---- the policy as functions -------------------------------------------------------
+
+TEST(ServeAccessPolicy, HostNames) {
+  EXPECT_EQ(host_name("LocalHost:8000"), "localhost");
+  EXPECT_EQ(host_name("[::1]:80"), "[::1]");
+  EXPECT_EQ(host_name("[::1]"), "[::1]");
+  EXPECT_EQ(host_name("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(host_name("a b"), "");
+  EXPECT_EQ(host_name("host:port"), "");
+  EXPECT_EQ(host_name("[::1"), "");
+  EXPECT_EQ(host_name(""), "");
+  AccessPolicy none;
+  EXPECT_TRUE(host_allowed(none, ""));  // HTTP/1.0 without Host: not a browser
+  EXPECT_FALSE(host_allowed(none, "127.0.0.1.nip.io"));
+  EXPECT_FALSE(host_allowed(none, "evil:80:80"));
+}
+
+TEST(ServeAccessPolicy, Origins) {
+  AccessPolicy policy;
+  policy.cors_origins = {"https://app.example"};
+  EXPECT_EQ(check_origin(policy, "", "localhost:8000"), OriginCheck::none);
+  EXPECT_EQ(check_origin(policy, "http://localhost:8000", "localhost:8000"), OriginCheck::same);
+  EXPECT_EQ(check_origin(policy, "https://api.example", "api.example"), OriginCheck::same);  // behind a TLS proxy
+  EXPECT_EQ(check_origin(policy, "http://api.example:80", "api.example"), OriginCheck::same);
+  EXPECT_EQ(check_origin(policy, "http://localhost:8001", "localhost:8000"), OriginCheck::refused);
+  EXPECT_EQ(check_origin(policy, "https://APP.example:443", "localhost"), OriginCheck::allowed);
+  EXPECT_EQ(check_origin(policy, "null", "localhost"), OriginCheck::refused);
+  EXPECT_EQ(check_origin(policy, "file://", "localhost"), OriginCheck::refused);
+  EXPECT_EQ(split_list(" a, b,,c "), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 }  // namespace

@@ -99,6 +99,22 @@ TEST(ServeOpenAiApi, ResponseAndChunkBodiesHaveOpenAisShape) {
   EXPECT_EQ(text["choices"][0]["text"], "x");
 }
 
+TEST(ServeOpenAiApi, JsonNestedDeeperThan64IsRefusedBeforeParsing) {
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  EXPECT_EQ(json_nesting_depth(deep, 100), 65);
+  EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[\"[[","b":[{}]})", 100), 3);  // brackets in strings do not count
+  ApiError too_deep = rejected(R"({"messages":[{"role":"user","content":"a"}],"x":)" + deep + "}");
+  EXPECT_EQ(too_deep.status, 400);
+  EXPECT_EQ(too_deep.code, "invalid_json");
+  EXPECT_EQ(too_deep.message, "the request body nests JSON deeper than 64 levels");
+  // 8 MiB of '[': refused by the scan, which stops at level 65, instead of parsed level by level.
+  EXPECT_EQ(json_nesting_depth(std::string(8 << 20, '['), kMaxJsonDepth), kMaxJsonDepth + 1);
+  EXPECT_EQ(rejected(std::string(8 << 20, '[')).message, "the request body nests JSON deeper than 64 levels");
+  // 64 levels are fine as JSON (the field is still unknown).
+  const std::string ok_depth = std::string(63, '[') + std::string(63, ']');
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"x":)" + ok_depth + "}").message, "unknown field 'x'");
+}
+
 TEST(ServeStopText, HoldsBackWhatMayStartAStopStringAndCutsAtTheFirstMatch) {
   StopText stop({"END", "\n\n"});
   EXPECT_EQ(stop.push("abc E"), "abc ");
