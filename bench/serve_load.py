@@ -8,9 +8,14 @@ wall time), decode tokens/s (tokens after each request's first / wall time
 from the first request's first token to the last request's end), and the
 p50 / p99 time to first token.
 
+With --idle N --pid PID first: what N idle connections cost the server (its
+resident memory and threads, read from /proc/PID) and whether a request still
+gets through while they stay open. They come from N/50 loopback addresses
+(127.0.0.2, ...), under the server's per-address connection cap.
+
   python3 bench/serve_load.py --port 8000 --clients 1,4,16 --requests 2 --max-tokens 64
 """
-import argparse, http.client, json, statistics, threading, time
+import argparse, http.client, json, socket, statistics, threading, time
 
 
 def one_request(host, port, prompt, max_tokens):
@@ -71,6 +76,32 @@ def run_level(host, port, clients, requests, prompt_words, max_tokens):
             "ttft_p50_ms": 1000 * percentile(ttft, 50), "ttft_p99_ms": 1000 * percentile(ttft, 99)}
 
 
+def rss_and_threads(pid):
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["VmRSS"].split()[0]) / 1024.0, int(fields["Threads"])
+
+
+def idle_cost(host, port, pid, count, prompt_words):
+    run_level(host, port, 1, 1, prompt_words, 8)  # warm: buffers and threads of a served request exist
+    time.sleep(0.5)
+    rss0, threads0 = rss_and_threads(pid)
+    ttft0 = one_request(host, port, "hello", 8)
+    idle = []
+    for i in range(count):
+        s = socket.socket()
+        s.bind((f"127.0.0.{2 + i // 50}", 0))
+        s.connect((host, port))
+        idle.append(s)
+    time.sleep(1.0)
+    rss1, threads1 = rss_and_threads(pid)
+    start, first, end, _ = one_request(host, port, "hello", 8)
+    for s in idle:
+        s.close()
+    print(f"{count} idle connections: server RSS {rss0:.1f} -> {rss1:.1f} MiB ({rss1 - rss0:+.1f}), "
+          f"threads {threads0} -> {threads1}; a streamed request meanwhile: first token after "
+          f"{1000 * (first - start):.0f} ms (alone: {1000 * (ttft0[1] - ttft0[0]):.0f} ms)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
@@ -80,7 +111,11 @@ def main():
     ap.add_argument("--prompt-words", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--idle", type=int, default=0, help="first: the cost of this many idle connections")
+    ap.add_argument("--pid", type=int, help="the server's pid (for --idle)")
     a = ap.parse_args()
+    if a.idle:
+        idle_cost(a.host, a.port, a.pid, a.idle, a.prompt_words)
     run_level(a.host, a.port, 1, 1, a.prompt_words, 8)  # warm-up
     rows = [run_level(a.host, a.port, int(n), a.requests, a.prompt_words, a.max_tokens) for n in a.clients.split(",")]
     if a.json:

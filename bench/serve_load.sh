@@ -3,6 +3,7 @@
 # qwen2.5-0.5b, bf16, this machine's cores), then bench/serve_load.py at 1, 4
 # and 16 concurrent streaming clients: aggregate and decode tokens/s with the
 # ratio to one client, and p50/p99 time to first token.
+# First, what 500 idle connections cost the server (IDLE=N for another count, 0 for none).
 #   bash bench/serve_load.sh [MODEL] [MAX_TOKENS] [PROMPT_WORDS]   (default qwen2.5-0.5b 128 8; XFTCTL=path)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,4 +24,5 @@ for _ in $(seq 1 600); do
 done
 [[ -n $port ]] || { echo "server did not start" >&2; exit 1; }
 sed -n 2p "$log"
-python3 "$ROOT/bench/serve_load.py" --port "$port" --clients 1,4,16 --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS"
+python3 "$ROOT/bench/serve_load.py" --port "$port" --clients 1,4,16 --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" \
+  --idle "${IDLE:-500}" --pid "$pid"
