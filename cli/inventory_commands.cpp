@@ -12,6 +12,7 @@
 #include "common/atomic_file.h"
 #include "inventory/ansible.h"
 #include "inventory/checks.h"
+#include "inventory/deepspeed.h"
 #include "inventory/load.h"
 #include "inventory/show.h"
 #include "inventory/write.h"
@@ -77,10 +78,11 @@ void validate(Context& ctx) {
   std::cout << inventory->path << ": " << count << (count == 1 ? " host" : " hosts") << ", OK\n";
 }
 
-struct ImportOptions {
+struct ImportFlags {
   std::string file;
   std::string output;
   std::string password_env;
+  std::string format;  // ansible | deepspeed; empty: detected from the text
 };
 
 std::vector<std::string> sorted(std::vector<std::string> words) {
@@ -105,7 +107,22 @@ Expected<void> check_round_trip(const Inventory& imported, const std::string& ya
   return {};
 }
 
-void import(Context& ctx, const ImportOptions& options) {
+Expected<ImportResult> import_text(const std::string& text, const ImportFlags& flags) {
+  ImportOptions options{flags.password_env};
+  ImportFormat format = flags.format.empty()       ? detect_import_format(text)
+                        : flags.format == "deepspeed" ? ImportFormat::deepspeed
+                                                      : ImportFormat::ansible;
+  if (format == ImportFormat::deepspeed) return import_deepspeed(text, flags.file, options);
+  return import_ansible(text, flags.file, options);
+}
+
+bool reads_password_env(const Inventory& inventory, const std::string& name) {
+  return !name.empty() && std::any_of(inventory.hosts.begin(), inventory.hosts.end(), [&](const Host& host) {
+    return host.credentials.password_env == name;
+  });
+}
+
+void import(Context& ctx, const ImportFlags& options) {
   ctx.exit_code = exit_error;
   if (!options.password_env.empty() && !is_env_var_name(options.password_env)) {
     print_error(make_error("--password-env: `" + options.password_env +
@@ -115,13 +132,10 @@ void import(Context& ctx, const ImportOptions& options) {
   }
   auto text = read_file(options.file);
   if (!text) return print_error(text.error(), false);
-  auto imported = import_ansible(*text, options.file);
+  auto imported = import_text(*text, options);
   if (!imported) return print_error(imported.error(), true);
   for (const auto& warning : imported->warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   Inventory& inventory = imported->inventory;
-  if (!options.password_env.empty())
-    for (auto& host : inventory.hosts)
-      if (auth_label(host.credentials) == "auto") host.credentials.password_env = options.password_env;
   std::string yaml = to_yaml(inventory);
   if (auto checked = check_round_trip(inventory, yaml); !checked) return print_error(checked.error(), false);
   if (options.output.empty()) {
@@ -132,6 +146,9 @@ void import(Context& ctx, const ImportOptions& options) {
     std::fprintf(stderr, "wrote %s: %zu %s\n", options.output.c_str(), inventory.hosts.size(),
                  inventory.hosts.size() == 1 ? "host" : "hosts");
   }
+  if (reads_password_env(inventory, options.password_env))
+    std::fprintf(stderr, "note: export %s=... (the SSH password) before running xftctl on this inventory\n",
+                 options.password_env.c_str());
   ctx.exit_code = exit_ok;
 }
 
@@ -149,13 +166,16 @@ void add_inventory_commands(CLI::App& app, Context& ctx) {
   group->add_subcommand("validate", "check the inventory and print every problem with its line")
       ->callback([&ctx] { validate(ctx); });
 
-  auto options = std::make_shared<ImportOptions>();
-  auto* import_command =
-      group->add_subcommand("import", "convert an Ansible INI inventory (as the XFT demo ships) to YAML");
-  import_command->add_option("file", options->file, "Ansible INI inventory")->required();
+  auto options = std::make_shared<ImportFlags>();
+  auto* import_command = group->add_subcommand(
+      "import", "convert an Ansible INI inventory (as the XFT demo ships) or a DeepSpeed hostfile to YAML");
+  import_command->add_option("file", options->file, "Ansible INI inventory or DeepSpeed hostfile")->required();
+  import_command->add_option("--format", options->format, "ansible or deepspeed (default: told by the text)")
+      ->check(CLI::IsMember({"ansible", "deepspeed"}));
   import_command->add_option("-o,--output", options->output, "write the YAML here (atomically) instead of stdout");
   import_command->add_option("--password-env", options->password_env,
-                             "environment variable holding the SSH password of hosts without a key");
+                             "environment variable holding the SSH password of hosts without a key; a password in "
+                             "the file is replaced by it, never copied");
   import_command->callback([&ctx, options] { import(ctx, *options); });
 }
 

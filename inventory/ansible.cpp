@@ -16,9 +16,22 @@ namespace {
 
 // Sections that mean "every host" rather than a group worth keeping.
 const std::set<std::string> whole_inventory_sections = {"all", "all_hosts", "ungrouped"};
-const std::set<std::string> password_variables = {
-    "ansible_ssh_pass", "ansible_password", "ansible_become_pass", "ansible_become_password",
-    "ansible_sudo_pass"};
+// The SSH login password, and the one for sudo/become after login.
+const std::set<std::string> ssh_password_variables = {"ansible_ssh_pass", "ansible_password"};
+const std::set<std::string> become_password_variables = {"ansible_become_pass", "ansible_become_password",
+                                                         "ansible_sudo_pass"};
+
+bool is_password_variable(const std::string& key) {
+  return ssh_password_variables.count(key) || become_password_variables.count(key);
+}
+
+// "ansible_ssh_pass: x" or "ansible_ssh_pass x" (no '='): the text may hold the secret.
+bool begins_with_password_variable(const std::string& text) {
+  for (const auto* names : {&ssh_password_variables, &become_password_variables})
+    for (const auto& name : *names)
+      if (text.rfind(name, 0) == 0) return true;
+  return false;
+}
 // Variables that only steer Ansible itself; dropping them loses nothing.
 const std::set<std::string> ansible_only_variables = {
     "ansible_python_interpreter", "ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_become",
@@ -89,15 +102,15 @@ std::string to_clustershell(const std::string& pattern) {
 
 class Importer {
  public:
-  explicit Importer(const std::string& path) : path_(path), errors_(path) {}
+  Importer(const std::string& path, const ImportOptions& options) : path_(path), options_(options), errors_(path) {}
 
-  Expected<AnsibleImport> run(const std::string& text) {
+  Expected<ImportResult> run(const std::string& text) {
     std::istringstream lines(text);
     std::string line;
     for (int number = 0; std::getline(lines, line); ++number) read_line(line, number);
     build_hosts();
     if (!errors_.empty()) return errors_.to_error();
-    return AnsibleImport{std::move(inventory_), std::move(warnings_)};
+    return ImportResult{std::move(inventory_), std::move(warnings_)};
   }
 
  private:
@@ -152,6 +165,12 @@ class Importer {
 
   void read_host_line(const std::string& line, int number, int indent) {
     auto words = split_words(line);
+    if (auto equals = words[0].first.find('='); equals != std::string::npos) {
+      // Only the name: the value may be a password written in the wrong section.
+      errors_.add(number, indent, words[0].first.substr(0, equals),
+                  "a variable among the hosts of [" + section_ + "] (move it under [" + section_ + ":vars])");
+      return;
+    }
     std::string pattern = to_clustershell(words[0].first);
     auto names = expand_range(pattern);
     if (!names) {
@@ -159,7 +178,11 @@ class Importer {
       return;
     }
     Variables variables;
-    for (size_t i = 1; i < words.size(); ++i) read_variable(words[i].first, number, indent + words[i].second, variables);
+    bool hide = false;
+    for (size_t i = 1; i < words.size(); ++i) {
+      hide = hide || begins_with_password_variable(words[i].first);
+      read_variable(words[i].first, number, indent + words[i].second, variables, hide);
+    }
     for (const auto& name : *names) {
       if (!is_inventory_name(name)) {
         errors_.add(number, indent, "host", "`" + name + "` is not a valid host name");
@@ -173,19 +196,26 @@ class Importer {
     }
   }
 
-  void read_variable(const std::string& text, int number, int column, Variables& into) {
+  // `hide`: the text follows a password variable on its line and may be the secret.
+  void read_variable(const std::string& text, int number, int column, Variables& into, bool hide = false) {
     auto equals = text.find('=');
     if (equals == std::string::npos) {
-      errors_.add(number, column, "variable", "`" + text + "` is not name=value");
+      errors_.add(number, column, "variable",
+                  hide || begins_with_password_variable(text)
+                      ? "not name=value (write name=value; the text is not shown, it may be a password)"
+                      : "`" + text + "` is not name=value");
       return;
     }
     std::string key = trim(text.substr(0, equals));
-    if (password_variables.count(key)) {
-      // Never echo the value: it is the secret.
-      errors_.add(number, column, key,
-                  "passwords are not imported (delete this line, export the password in an environment "
-                  "variable, e.g. export XFT_SSH_PASSWORD=..., and set password_env: XFT_SSH_PASSWORD in the "
-                  "YAML or pass --password-env XFT_SSH_PASSWORD to import)");
+    if (is_password_variable(key)) {
+      // Never keep or echo the value: it is the secret.
+      if (options_.password_env.empty())
+        errors_.add(number, column, key,
+                    "passwords are not copied into the inventory (pass --password-env XFT_SSH_PASSWORD to import: "
+                    "the YAML then says password_env: XFT_SSH_PASSWORD, and you export XFT_SSH_PASSWORD=... "
+                    "before running xftctl)");
+      else
+        into[key] = Variable{"", number, column};
       return;
     }
     into[key] = Variable{unquote(trim(text.substr(equals + 1))), number, column};
@@ -262,12 +292,26 @@ class Importer {
       if (auto port = checked(key, variable, value, check_port)) host.port = std::stoi(*port);
     } else if (key == "ansible_ssh_private_key_file" || key == "ansible_private_key_file") {
       if (auto path = checked(key, variable, expand_home(value), check_key_path)) host.credentials.key = *path;
-    } else if (!ansible_only_variables.count(key)) {
-      std::string warning = one_line(path_ + ":" + std::to_string(variable.line + 1) + ":" +
-                                     std::to_string(variable.column + 1) + ": " + key +
-                                     ": ignored (no inventory field corresponds to it)");
-      if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+    } else if (become_password_variables.count(key)) {
+      warn(key, variable, "ignored (xftctl logs in as the user itself and has no use for a become password)");
+    } else if (!ansible_only_variables.count(key) && !ssh_password_variables.count(key)) {
+      warn(key, variable, "ignored (no inventory field corresponds to it)");
     }
+  }
+
+  // An SSH password stands for password_env, unless the host logs in with a key.
+  void apply_password(const Variables& variables, Host& host) {
+    for (const auto& key : ssh_password_variables) {
+      auto found = variables.find(key);
+      if (found == variables.end()) continue;
+      if (!host.credentials.key.empty()) warn(key, found->second, "ignored (the host logs in with its key file)");
+    }
+  }
+
+  void warn(const std::string& key, const Variable& variable, const std::string& what) {
+    std::string warning = one_line(path_ + ":" + std::to_string(variable.line + 1) + ":" +
+                                   std::to_string(variable.column + 1) + ": " + key + ": " + what);
+    if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
   }
 
   void build_hosts() {
@@ -278,7 +322,9 @@ class Importer {
       host.address = name;
       host.line = ini.line + 1;
       auto groups = groups_of(name);
-      for (const auto& [key, variable] : effective_variables(ini, groups)) apply_variable(key, variable, host);
+      auto variables = effective_variables(ini, groups);
+      for (const auto& [key, variable] : variables) apply_variable(key, variable, host);
+      apply_password(variables, host);
       if (host.address == name && !is_valid_address(name))
         errors_.add(ini.line, 0, "host",
                     "`" + name + "` is not an IP address or DNS name and has no ansible_host= (add one)");
@@ -291,6 +337,7 @@ class Importer {
     check_children();
     if (inventory_.hosts.empty() && errors_.empty()) errors_.add(0, 0, "hosts", "the file lists no hosts (add them under [all_hosts])");
     inventory_.path = path_;
+    apply_password_env(inventory_, options_);
   }
 
   void check_duplicate_addresses() {
@@ -312,6 +359,7 @@ class Importer {
   }
 
   std::string path_;
+  ImportOptions options_;
   ErrorList errors_;
   std::string section_;
   Kind kind_ = Kind::hosts;
@@ -327,8 +375,9 @@ class Importer {
 
 }  // namespace
 
-Expected<AnsibleImport> import_ansible(const std::string& ini_text, const std::string& path) {
-  return Importer(path).run(ini_text);
+Expected<ImportResult> import_ansible(const std::string& ini_text, const std::string& path,
+                                      const ImportOptions& options) {
+  return Importer(path, options).run(ini_text);
 }
 
 }  // namespace xft::inventory

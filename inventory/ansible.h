@@ -3,22 +3,17 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "common/expected.h"
-#include "inventory/inventory.h"
+#include "inventory/import.h"
 
 namespace xft::inventory {
 
-struct AnsibleImport {
-  Inventory inventory;
-  // "path:line:col: variable: ignored (...)" for Ansible variables that have
-  // no inventory field; the import still succeeds.
-  std::vector<std::string> warnings;
-};
-
 // Errors are "path:line:col: what (fix)", all of them, one per line. A stored
-// password (ansible_ssh_pass, ansible_password, ...) is refused.
-Expected<AnsibleImport> import_ansible(const std::string& ini_text, const std::string& path);
+// password (ansible_ssh_pass, ansible_password, ...) is refused unless
+// options.password_env names the variable to read it from instead; its value
+// is never kept nor shown.
+Expected<ImportResult> import_ansible(const std::string& ini_text, const std::string& path,
+                                      const ImportOptions& options = {});
 
 }  // namespace xft::inventory

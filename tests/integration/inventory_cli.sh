@@ -122,14 +122,47 @@ check import-xft-demo 0 'hosts:
 check import-password-env 0 'defaults:
   password_env: XFT_SSH_PASSWORD
 hosts:
-  - name: "192.168.0.[1-4]"' "" -- \
+  - name: "192.168.0.[1-4]"' "note: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
   "$XFTCTL" inventory import "$data/xft_demo_hosts.ini" --password-env XFT_SSH_PASSWORD
 
 cp "$data/xft_demo_hosts_password.ini" hosts
-check import-refuses-password 1 "" "hosts:2:1: ansible_ssh_pass: passwords are not imported (delete this line, export the password in an environment variable, e.g. export XFT_SSH_PASSWORD=..., and set password_env: XFT_SSH_PASSWORD in the YAML or pass --password-env XFT_SSH_PASSWORD to import)" -- \
+check import-refuses-password 1 "" "hosts:2:1: ansible_ssh_pass: passwords are not copied into the inventory (pass --password-env XFT_SSH_PASSWORD to import: the YAML then says password_env: XFT_SSH_PASSWORD, and you export XFT_SSH_PASSWORD=... before running xftctl)" -- \
   "$XFTCTL" inventory import hosts
 if grep -q not-a-real-secret "$work/err"; then echo "FAIL the password value was printed"; failures=$((failures + 1)); fi
 refusal=$(cat "$work/err")
+
+# The XFT demo's file as shipped, password line included: --password-env takes its place.
+check import-password-replaced 0 "" "wrote demo.yaml: 2 hosts
+note: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
+  "$XFTCTL" inventory import hosts --password-env XFT_SSH_PASSWORD -o demo.yaml
+check password-replaced-yaml 0 'defaults:
+  password_env: XFT_SSH_PASSWORD
+hosts:
+  - name: "192.168.0.[1-2]"' "" -- cat demo.yaml
+check password-replaced-validates 0 "demo.yaml: 2 hosts, OK" "" -- "$XFTCTL" -i demo.yaml inventory validate
+check import-password-env-format-deepspeed 1 "" "hosts:1:1: host: \`[all_hosts:vars]\` is an Ansible section, not a hostfile line (import it with --format ansible)
+hosts:2:1: host: \`ansible_ssh_pass=...\` has no slots=N (DeepSpeed hostfile lines read NAME slots=N, e.g. worker-1 slots=4)
+hosts:5:1: host: \`[all_hosts]\` is an Ansible section, not a hostfile line (import it with --format ansible)
+hosts:6:1: host: \`192.168.0.1\` has no slots=N (DeepSpeed hostfile lines read NAME slots=N, e.g. worker-1 slots=4)
+hosts:7:1: host: \`192.168.0.2\` has no slots=N (DeepSpeed hostfile lines read NAME slots=N, e.g. worker-1 slots=4)" -- \
+  "$XFTCTL" inventory import hosts --format deepspeed --password-env XFT_SSH_PASSWORD
+if grep -rq not-a-real-secret "$work/err" demo.yaml; then echo "FAIL the password value was printed or written"; failures=$((failures + 1)); fi
+
+# A DeepSpeed hostfile is told by its NAME slots=N lines; slots become ranks.
+cp "$data/deepspeed_hostfile" hostfile
+check import-deepspeed 0 "" "wrote ds.yaml: 5 hosts" -- "$XFTCTL" inventory import hostfile -o ds.yaml
+check deepspeed-shows 0 "NAME         ADDRESS      USER  PORT  RANKS  PROVIDER     IFACE  SHARED  AUTH
+worker-1     worker-1     root  22    2      tcp;ofi_rxm  -      -       auto
+worker-2     worker-2     root  22    2      tcp;ofi_rxm  -      -       auto
+worker-3     worker-3     root  22    2      tcp;ofi_rxm  -      -       auto
+worker-4     worker-4     root  22    2      tcp;ofi_rxm  -      -       auto
+192.168.0.9  192.168.0.9  root  22    1      tcp;ofi_rxm  -      -       auto" "" -- "$XFTCTL" -i ds.yaml inventory show
+check import-deepspeed-forced 0 'defaults:
+  ranks: 2
+hosts:
+  - name: "worker-[1-4]"
+  - name: 192.168.0.9
+    ranks: 1' "" -- "$XFTCTL" inventory import hostfile --format deepspeed
 
 # -o writes the file atomically; the result validates and shows the same hosts.
 cp "$data/cluster.ini" cluster.ini

@@ -12,12 +12,12 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(XFT_TEST_DATA_DIR) + "/inventory/" + name; }
 
-AnsibleImport import_fixture(const std::string& name) {
+ImportResult import_fixture(const std::string& name) {
   auto text = xft::read_file(fixture(name));
   EXPECT_TRUE(text);
   auto imported = import_ansible(*text, name);
   EXPECT_TRUE(imported) << imported.error().message;
-  return imported ? *imported : AnsibleImport{};
+  return imported ? *imported : ImportResult{};
 }
 
 std::string import_error(const std::string& ini) {
@@ -99,15 +99,15 @@ TEST(ImportAnsible, RefusesStoredPasswordNamingTheLine) {
   auto imported = import_ansible(*text, "hosts");
   ASSERT_FALSE(imported);
   EXPECT_EQ(imported.error().message,
-            "hosts:2:1: ansible_ssh_pass: passwords are not imported (delete this line, export the password in an "
-            "environment variable, e.g. export XFT_SSH_PASSWORD=..., and set password_env: XFT_SSH_PASSWORD in "
-            "the YAML or pass --password-env XFT_SSH_PASSWORD to import)");
+            "hosts:2:1: ansible_ssh_pass: passwords are not copied into the inventory (pass --password-env "
+            "XFT_SSH_PASSWORD to import: the YAML then says password_env: XFT_SSH_PASSWORD, and you export "
+            "XFT_SSH_PASSWORD=... before running xftctl)");
   EXPECT_EQ(imported.error().message.find("not-a-real-secret"), std::string::npos);
 }
 
 TEST(ImportAnsible, RefusesPasswordOnAHostLine) {
   auto message = import_error("[all_hosts]\nnode1 ansible_host=10.0.0.1 ansible_password=pw\n");
-  EXPECT_EQ(message.substr(0, 53), "hosts:2:29: ansible_password: passwords are not impor");
+  EXPECT_EQ(message.substr(0, 66), "hosts:2:29: ansible_password: passwords are not copied into the in");
   EXPECT_EQ(message.find("pw\n"), std::string::npos);
 }
 
@@ -176,4 +176,82 @@ TEST(ImportAnsible, QuotedValuesAndAnsibleRanges) {
   EXPECT_EQ(imported->inventory.hosts[1].user, "admin");
   EXPECT_EQ(imported->inventory.hosts[1].port, 2200);
   EXPECT_TRUE(imported->warnings.empty());
+}
+
+namespace {
+
+std::string import_yaml(const std::string& ini, const std::string& password_env, std::string* warnings = nullptr) {
+  auto imported = import_ansible(ini, "hosts", ImportOptions{password_env});
+  if (!imported) return "error: " + imported.error().message;
+  if (warnings)
+    for (const auto& warning : imported->warnings) *warnings += warning + "\n";
+  return to_yaml(imported->inventory);
+}
+
+}  // namespace
+
+// The XFT demo's hosts file with its password line: --password-env stands in for it.
+TEST(ImportAnsible, PasswordEnvReplacesTheStoredPassword) {
+  auto text = xft::read_file(fixture("xft_demo_hosts_password.ini"));
+  ASSERT_TRUE(text);
+  auto imported = import_ansible(*text, "hosts", ImportOptions{"XFT_SSH_PASSWORD"});
+  ASSERT_TRUE(imported) << imported.error().message;
+  EXPECT_TRUE(imported->warnings.empty());
+  std::string yaml = to_yaml(imported->inventory);
+  EXPECT_EQ(yaml,
+            "defaults:\n"
+            "  password_env: XFT_SSH_PASSWORD\n"
+            "hosts:\n"
+            "  - name: \"192.168.0.[1-2]\"\n");
+  EXPECT_EQ(yaml.find("not-a-real-secret"), std::string::npos);
+  auto reparsed = parse_inventory(yaml, "imported.yaml");
+  ASSERT_TRUE(reparsed) << reparsed.error().message;
+  ASSERT_EQ(reparsed->hosts.size(), 2u);
+  EXPECT_EQ(auth_label(reparsed->hosts[1].credentials), "env:XFT_SSH_PASSWORD");
+}
+
+TEST(ImportAnsible, PasswordEnvLeavesKeysAndIgnoresBecomePasswords) {
+  std::string warnings;
+  EXPECT_EQ(import_yaml("[all_hosts]\n"
+                        "n1 ansible_host=10.0.0.1 ansible_password=s3cret\n"
+                        "n2 ansible_host=10.0.0.2 ansible_ssh_private_key_file=/k/id ansible_ssh_pass=s3cret\n"
+                        "[all_hosts:vars]\n"
+                        "ansible_become_pass=s3cret\n",
+                        "PW", &warnings),
+            "defaults:\n"
+            "  password_env: PW\n"
+            "hosts:\n"
+            "  - name: n1\n"
+            "    address: 10.0.0.1\n"
+            "  - name: n2\n"
+            "    address: 10.0.0.2\n"
+            "    key: /k/id\n");
+  EXPECT_EQ(warnings,
+            "hosts:5:1: ansible_become_pass: ignored (xftctl logs in as the user itself and has no use for a become "
+            "password)\n"
+            "hosts:3:61: ansible_ssh_pass: ignored (the host logs in with its key file)\n");
+  EXPECT_EQ(warnings.find("s3cret"), std::string::npos);
+}
+
+// A password written where a name=value belongs never reaches a message.
+TEST(ImportAnsible, MisplacedPasswordsAreNotShown) {
+  EXPECT_EQ(import_yaml("[all_hosts]\nansible_ssh_pass=s3cret\n10.0.0.1\n", ""),
+            "error: hosts:2:1: ansible_ssh_pass: a variable among the hosts of [all_hosts] (move it under "
+            "[all_hosts:vars])");
+  EXPECT_EQ(import_yaml("[all_hosts:vars]\nansible_ssh_pass: s3cret\n[all_hosts]\n10.0.0.1\n", "PW"),
+            "error: hosts:2:1: variable: not name=value (write name=value; the text is not shown, it may be a "
+            "password)");
+  EXPECT_EQ(import_yaml("[all_hosts]\n10.0.0.1 ansible_ssh_pass= s3cret\n", "PW"),
+            "error: hosts:2:28: variable: not name=value (write name=value; the text is not shown, it may be a "
+            "password)");
+  EXPECT_EQ(import_yaml("[all_hosts]\n10.0.0.1 oops\n", "PW"), "error: hosts:2:10: variable: `oops` is not name=value");
+}
+
+TEST(ImportFormat, DeepSpeedOnlyWhenSlotsAreTheOnlyVariables) {
+  EXPECT_EQ(detect_import_format("# hostfile\nworker-1 slots=4\nworker-2 slots=4 # big\n\n"), ImportFormat::deepspeed);
+  EXPECT_EQ(detect_import_format("worker-1 slots=4\n[all_hosts]\nworker-2\n"), ImportFormat::ansible);
+  EXPECT_EQ(detect_import_format("worker-1 slots=4 ansible_user=x\n"), ImportFormat::ansible);
+  EXPECT_EQ(detect_import_format("worker-1\nworker-2\n"), ImportFormat::ansible);
+  EXPECT_EQ(detect_import_format("a=b slots=2\n"), ImportFormat::ansible);
+  EXPECT_EQ(detect_import_format(""), ImportFormat::ansible);
 }
