@@ -155,10 +155,15 @@ class OutputCollector {
     auto it = tails_.find(rank);
     return it == tails_.end() ? std::vector<std::string>{} : std::vector<std::string>(it->second.begin(), it->second.end());
   }
+  const std::vector<std::string>& state_trace() const { return state_trace_; }
 
  private:
   void line(bool from_stderr_pipe, const std::string& text) {
     OutputLine out;
+    if (is_state_trace_line(text)) {
+      state_trace_.push_back(text);  // read for the failure report, never shown
+      return;
+    }
     if (!parse_tagged_line(text, spec_.mpirun.mpi_major, out)) {
       out.rank = -1;
       out.is_stderr = from_stderr_pipe;
@@ -180,6 +185,7 @@ class OutputCollector {
   const LaunchSpec& spec_;
   LaunchResult& result_;
   std::string out_buffer_, err_buffer_;
+  std::vector<std::string> state_trace_;
   std::map<int, std::deque<std::string>> tails_;
 };
 
@@ -205,6 +211,21 @@ void kill_session(pid_t sid, int sig) {
     if (session == sid) kill(pid, sig);
   }
   closedir(proc);
+}
+
+// Everything already in the pipe, without waiting for writers that are left:
+// once mpirun has exited, all it wrote is there.
+void drain_nonblocking(Pipe& pipe, bool is_err, OutputCollector& collector) {
+  if (pipe.read < 0) return;
+  fcntl(pipe.read, F_SETFL, fcntl(pipe.read, F_GETFL) | O_NONBLOCK);
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(pipe.read, buf, sizeof buf);
+    if (n > 0) collector.feed(is_err, buf, n);
+    else if (n < 0 && errno == EINTR) continue;
+    else break;
+  }
+  pipe.close_both();
 }
 
 // Reads both pipes until mpirun is gone, enforcing the timeout and passing
@@ -262,8 +283,8 @@ int supervise(pid_t pid, Pipe& out, Pipe& err, const LaunchSpec& spec, OutputCol
     if (exited_at && (pipes_closed || now - *exited_at > std::chrono::seconds(2))) break;
   }
   waitpid(pid, &status, 0);
-  out.close_both();
-  err.close_both();
+  drain_nonblocking(out, false, collector);
+  drain_nonblocking(err, true, collector);
   collector.flush();
   return status;
 }
@@ -335,6 +356,40 @@ std::optional<RankFailure> find_failed_rank(const std::vector<std::string>& mess
   return failure;
 }
 
+namespace {
+
+const std::regex& state_trace_pattern() {
+  // "[host:pid] [[job,0],daemon] ACTIVATE PROC [[job,1],rank] STATE EXITED WITH NON-ZERO STATUS AT file:line"
+  static const std::regex pattern(R"(^\[[^\]]+\] \S+ ACTIVATE (PROC|JOB) (\S+) STATE (.+?) AT \S+$)");
+  return pattern;
+}
+
+}  // namespace
+
+bool is_state_trace_line(const std::string& line) {
+  return line.starts_with('[') && line.find(" ACTIVATE ") != std::string::npos &&
+         std::regex_match(line, state_trace_pattern());
+}
+
+std::optional<RankFailure> failure_from_state_trace(const std::vector<std::string>& trace, int mpirun_exit_code) {
+  // [[job,1],rank] (ORTE) or [nspace,rank] (PRRTE)
+  static const std::regex proc_rank(R"(,(\d+)\]$)");
+  std::smatch m, r;
+  for (const auto& line : trace) {
+    if (!std::regex_match(line, m, state_trace_pattern()) || m[1] != "PROC") continue;
+    const std::string name = m[2], state = m[3];
+    if (state != "EXITED WITH NON-ZERO STATUS" && state != "ABORTED BY SIGNAL" && state != "CALLED ABORT") continue;
+    if (!std::regex_search(name, r, proc_rank)) continue;
+    RankFailure failure;
+    failure.rank = std::stoi(r[1]);
+    // mpirun exits with the status of the first rank that failed: 128+N for signal N.
+    if (state == "ABORTED BY SIGNAL" && mpirun_exit_code > 128) failure.signal = mpirun_exit_code - 128;
+    else failure.exit_code = mpirun_exit_code;
+    return failure;
+  }
+  return std::nullopt;
+}
+
 std::string LaunchResult::summary() const {
   std::string text;
   if (timed_out) {
@@ -377,7 +432,12 @@ Expected<LaunchResult> launch(const LaunchSpec& spec) {
   LaunchResult result;
   result.command = *command;
   Pipe out, err;
-  auto pid = spawn(*command, out, err, spec.pass_stdin, spec.child_env);
+  // mpirun's failure report is optional (Open MPI 4.1 leaves it out when the
+  // failed rank's state is overwritten while the job is torn down); its state
+  // trace names the rank every time, so the collector reads and hides it.
+  auto child_env = spec.child_env;
+  child_env.emplace_back(mpirun.mpi_major >= 5 ? "PRTE_MCA_state_base_verbose" : "OMPI_MCA_state_base_verbose", "5");
+  auto pid = spawn(*command, out, err, spec.pass_stdin, child_env);
   if (!pid) return pid.error();
   OutputCollector collector(spec, result);
   int status = supervise(*pid, out, err, spec, collector, result);
@@ -385,6 +445,7 @@ Expected<LaunchResult> launch(const LaunchSpec& spec) {
   if (result.timed_out) result.exit_code = 124;
   if (result.exit_code != 0 && !result.timed_out && !result.interrupted) {
     result.failure = find_failed_rank(result.mpirun_messages);
+    if (!result.failure) result.failure = failure_from_state_trace(collector.state_trace(), result.exit_code);
     if (result.failure && result.failure->rank < spec.plan.size()) {
       const auto& r = spec.plan.ranks[result.failure->rank];
       result.failure->host = r.host;

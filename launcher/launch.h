@@ -83,6 +83,10 @@ Expected<std::vector<std::string>> environment_with(
 bool parse_tagged_line(const std::string& line, int mpi_major, OutputLine& out);
 // The failing rank named in mpirun's messages, with its exit code or signal.
 std::optional<RankFailure> find_failed_rank(const std::vector<std::string>& mpirun_messages);
+// A line of Open MPI's state trace (state_base_verbose), which launch() turns on and keeps from the output.
+bool is_state_trace_line(const std::string& line);
+// The first rank the trace shows failing; its exit code (or signal) is mpirun's exit status.
+std::optional<RankFailure> failure_from_state_trace(const std::vector<std::string>& trace, int mpirun_exit_code);
 
 // `mpirun --version` -> major version (4 when it cannot tell).
 int detect_open_mpi_major(const std::string& mpirun);

@@ -64,6 +64,38 @@ TEST(LaunchOutput, FailedRankFromSignalMessage) {
   EXPECT_FALSE(find_failed_rank({"all good"}));
 }
 
+// Open MPI 4.1 output in which the "Process name: / Exit code:" block is missing.
+const std::vector<std::string> kStateTrace = {
+    "[vm:11883] [[10596,0],0] ACTIVATE PROC [[10596,1],0] STATE RUNNING AT ../../../../orte/mca/odls/base/odls_base_default_fns.c:1010",
+    "[vm:11883] [[10596,0],0] ACTIVATE PROC [[10596,1],1] STATE IOF COMPLETE AT ../../../../orte/mca/iof/hnp/iof_hnp_read.c:233",
+    "[vm:11883] [[10596,0],0] ACTIVATE PROC [[10596,1],1] STATE EXITED WITH NON-ZERO STATUS AT ../../../../../orte/mca/odls/base/odls_base_default_fns.c:1746",
+    "[vm:11883] [[10596,0],0] ACTIVATE PROC [[10596,1],0] STATE ABORTED BY SIGNAL AT ../../../../../orte/mca/odls/base/odls_base_default_fns.c:1746",
+};
+
+TEST(LaunchOutput, StateTraceLinesAreRecognized) {
+  EXPECT_TRUE(is_state_trace_line(kStateTrace[0]));
+  EXPECT_TRUE(is_state_trace_line(
+      "[vm:17818] [[10596,0],0] ACTIVATE JOB [10596,1] STATE RUNNING AT ../../../../orte/mca/plm/base/plm_base_launch_support.c:573"));
+  EXPECT_FALSE(is_state_trace_line("[1,0]<stderr>:[x] y ACTIVATE PROC p STATE s AT f"));
+  EXPECT_FALSE(is_state_trace_line("Primary job  terminated normally, but 1 process returned"));
+}
+
+TEST(LaunchOutput, FailedRankFromStateTraceWhenTheReportIsMissing) {
+  auto failure = failure_from_state_trace(kStateTrace, 3);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->rank, 1);
+  EXPECT_EQ(failure->exit_code, 3);
+  EXPECT_EQ(failure->signal, 0);
+}
+
+TEST(LaunchOutput, KilledRankFromStateTrace) {
+  auto failure = failure_from_state_trace({kStateTrace[0], kStateTrace[3]}, 137);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->rank, 0);
+  EXPECT_EQ(failure->signal, 9);
+  EXPECT_FALSE(failure_from_state_trace({kStateTrace[0], kStateTrace[1]}, 3));
+}
+
 TEST(LaunchOutput, SummaryNamesRankHostAndStderr) {
   LaunchResult r;
   r.exit_code = 3;
@@ -126,7 +158,7 @@ TEST(LaunchLocal, FailingRankIsNamedAndTheOtherIsStopped) {
   auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(result.ok()) << result.error().message;
   EXPECT_NE(result->exit_code, 0);
-  ASSERT_TRUE(result->failure) << result->summary();
+  ASSERT_TRUE(result->failure) << result->summary() << "\n" << ::testing::PrintToString(result->mpirun_messages);
   EXPECT_EQ(result->failure->rank, 1);
   EXPECT_EQ(result->failure->exit_code, 3);
   EXPECT_EQ(result->failure->last_stderr, (std::vector<std::string>{"step one", "broken"}));
