@@ -434,11 +434,9 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
 
   // Bytes one step reads: every packed weight but the embedding table (one
   // row of it), plus the KV cache of the positions attended (mean over steps).
-  const double embedding = static_cast<double>(c.vocab) * c.hidden * sizeof(uint16_t);
   const double kv_per_position = 2.0 * c.layers * c.kv_heads * c.head_dim * sizeof(uint16_t);
   const double mean_positions = opt.prompt + (opt.steps + 1) / 2.0;
-  out->bytes_per_token = static_cast<double>(model.weight_bytes()) - embedding + c.hidden * sizeof(uint16_t) +
-                         kv_per_position * mean_positions;
+  out->bytes_per_token = static_cast<double>(model.decode_weight_bytes()) + kv_per_position * mean_positions;
 
   // Decode after the prompt, greedy; median step time. A read pass follows
   // every step: on a shared machine the bandwidth left to us changes from

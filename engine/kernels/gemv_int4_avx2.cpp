@@ -1,14 +1,16 @@
 // AVX2 int4 decode kernel on int8 activations (stage_x_int4 quantizes x per
-// unit of 64 slots, 32 for a half unit: t = round(x / sx), sx = max|x| / 127).
-// vpmaddubsw multiplies the unsigned nibbles by the signed int8 x and adds
-// pairs (|sum| <= 2 · 15 · 127, no saturation), the low and high nibbles'
-// halves of a unit add in int16, vpmaddwd widens to int32: the unit's dot
-// product is exact, then scaled by sx in float. Per group, z · Σ x (Σ of the
-// same quantized x) comes off lane 0 and the group's scale multiplies the
-// rest. Per 64 weights and input: 2 multiply-adds, one widening, one
-// convert, one FMA (a float path needs 8 converts and 8 FMAs). The packed
-// row is read once, for all M inputs; every M sums an input in the same
-// order (each input gets bit for bit its result alone).
+// block, int4_x_block: t = round(x / sx), sx = max|x| / 127). vpmaddubsw
+// multiplies the unsigned nibbles by the signed int8 x and adds pairs
+// (|sum| <= 2 · 15 · 127, no saturation), so every dot product is exact in
+// integers until it is scaled in float.
+//  * groups of up to 128 slots (GPTQ/AWQ's 32, 64, 128): one x block per
+//    group, its int16 pair sums added over the whole group (at most 4 per
+//    lane), one vpmaddwd, one convert and one FMA by sx · s per group; the
+//    zero point's share s · z · Σx is summed as a scalar and taken off once.
+//  * larger groups: per 64-slot unit as above, then per group
+//    s · (Σ sx · dot - z · Σx).
+// The packed row is read once, for all M inputs; every M sums an input in
+// the same order (each input gets bit for bit its result alone).
 #include <immintrin.h>
 
 #include "engine/kernels/linear_internal.h"
@@ -25,13 +27,81 @@ XFT_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+XFT_AVX2 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Pair sums of a 64-slot unit (32 bytes) against 64 int8 x.
+XFT_AVX2 inline __m256i unit_pairs(__m256i lo, __m256i hi, const int8_t* x) {
+  return _mm256_add_epi16(_mm256_maddubs_epi16(lo, load32(x)), _mm256_maddubs_epi16(hi, load32(x + 32)));
+}
+
+// The 32 slots of a half unit (16 bytes) in order: low nibbles, then high ones.
+XFT_AVX2 inline __m256i half_unit(const uint8_t* bytes) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i low4 = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+}
+
+// FULL >= 0: the group's 64-slot units and HALF its 32-slot tail known at
+// compile time, so the loop over a group's units unrolls away.
+template <int M, int FULL, bool HALF>
+XFT_AVX2 void row_small_groups(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
+                               float* y, int r) {
+  const uint8_t* row = w.int4_row(r);
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[M];
+  float zero_share[M];
+  #pragma GCC unroll 4
+  for (int j = 0; j < M; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    zero_share[j] = 0.0f;
+  }
+  for (int g = 0; g < w.groups; ++g) {
+    const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
+    const int8_t* xg = x + static_cast<size_t>(g) * w.group_len;
+    __m256i pairs[M];
+    #pragma GCC unroll 4
+    for (int j = 0; j < M; ++j) pairs[j] = _mm256_setzero_si256();
+    #pragma GCC unroll 2
+    for (int u = 0; u < FULL; ++u) {
+      const __m256i v = load32(bytes + 32 * u);
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      #pragma GCC unroll 4
+      for (int j = 0; j < M; ++j) {
+        pairs[j] = _mm256_add_epi16(pairs[j], unit_pairs(lo, hi, xg + static_cast<size_t>(j) * w.ld + 64 * u));
+      }
+    }
+    if (HALF) {
+      const __m256i wv = half_unit(bytes + 32 * FULL);
+      #pragma GCC unroll 4
+      for (int j = 0; j < M; ++j) {
+        pairs[j] = _mm256_add_epi16(pairs[j], _mm256_maddubs_epi16(wv, load32(xg + static_cast<size_t>(j) * w.ld + 64 * FULL)));
+      }
+    }
+    const size_t sg = static_cast<size_t>(r) * w.groups + g;
+    const float scale = _cvtsh_ss(w.group_scale[sg]);
+    const float scaled_zero = scale * static_cast<float>(w.group_zero[sg]);
+    #pragma GCC unroll 4
+    for (int j = 0; j < M; ++j) {
+      const size_t jg = static_cast<size_t>(j) * w.groups + g;
+      const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs[j], ones));
+      acc[j] = _mm256_fmadd_ps(dot, _mm256_set1_ps(scale * x_scale[jg]), acc[j]);
+      zero_share[j] += scaled_zero * sums[jg];
+    }
+  }
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  #pragma GCC unroll 4
+  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = (hsum(acc[j]) - zero_share[j]) + bias;
+}
+
 template <int M>
-XFT_AVX2 void row_kernel(const PackedWeight& w, const int8_t* x, const float* unit_scale, const float* sums,
-                         float* y, int r) {
+XFT_AVX2 void row_large_groups(const PackedWeight& w, const int8_t* x, const float* unit_scale, const float* sums,
+                               float* y, int r) {
   const uint8_t* row = w.int4_row(r);
   const int full_units = w.group_len / 64;
-  const bool half_unit = w.group_len % 64 != 0;
-  const int per_group = full_units + (half_unit ? 1 : 0);
+  const bool half = w.group_len % 64 != 0;
+  const int per_group = full_units + (half ? 1 : 0);
   const int units = w.groups * per_group;
   const __m256i low4 = _mm256_set1_epi8(15);
   const __m256i ones = _mm256_set1_epi16(1);
@@ -41,35 +111,27 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const int8_t* x, const float* un
   for (int g = 0; g < w.groups; ++g) {
     const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
     const int8_t* xg = x + static_cast<size_t>(g) * w.group_len;
-    const float* sg_units = unit_scale + g * per_group;
+    const float* sx = unit_scale + g * per_group;
     __m256 d[M];
     #pragma GCC unroll 4
     for (int j = 0; j < M; ++j) d[j] = _mm256_setzero_ps();
     for (int u = 0; u < full_units; ++u) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + 32 * u));
+      const __m256i v = load32(bytes + 32 * u);
       const __m256i lo = _mm256_and_si256(v, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) {
-        const int8_t* xj = xg + static_cast<size_t>(j) * w.ld + 64 * u;
-        const __m256i p = _mm256_add_epi16(
-            _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj))),
-            _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj + 32))));
-        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sg_units + static_cast<size_t>(j) * units + u), d[j]);
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(unit_pairs(lo, hi, xg + static_cast<size_t>(j) * w.ld + 64 * u), ones));
+        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sx + static_cast<size_t>(j) * units + u), d[j]);
       }
     }
-    if (half_unit) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 32 * full_units));
-      const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
-      const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
-      const __m256i wv = _mm256_set_m128i(hi, lo);  // slots 0..15, then 16..31
+    if (half) {
+      const __m256i wv = half_unit(bytes + 32 * full_units);
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) {
-        const int8_t* xj = xg + static_cast<size_t>(j) * w.ld + 64 * full_units;
-        const __m256i p = _mm256_maddubs_epi16(wv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xj)));
+        const __m256i p = _mm256_maddubs_epi16(wv, load32(xg + static_cast<size_t>(j) * w.ld + 64 * full_units));
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sg_units + static_cast<size_t>(j) * units + full_units), d[j]);
+        d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sx + static_cast<size_t>(j) * units + full_units), d[j]);
       }
     }
     const size_t sg = static_cast<size_t>(r) * w.groups + g;
@@ -77,6 +139,7 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const int8_t* x, const float* un
     const float zero = w.group_zero[sg];
     #pragma GCC unroll 4
     for (int j = 0; j < M; ++j) {
+      // The zero point's share, z · Σ x, comes off lane 0 before scaling.
       const __m256 corr = _mm256_setr_ps(zero * sums[static_cast<size_t>(j) * w.groups + g], 0, 0, 0, 0, 0, 0, 0);
       acc[j] = _mm256_fmadd_ps(_mm256_sub_ps(d[j], corr), scale, acc[j]);
     }
@@ -86,10 +149,23 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const int8_t* x, const float* un
   for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = hsum(acc[j]) + bias;
 }
 
+template <int M, int FULL, bool HALF>
+XFT_AVX2 void small_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
+  const int8_t* x = static_cast<const int8_t*>(xs.x);
+  for (int r = rb; r < re; ++r) row_small_groups<M, FULL, HALF>(w, x, xs.unit_scale, xs.group_sums, y, r);
+}
+
 template <int M>
 XFT_AVX2 void run_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
+  switch (w.group_len) {
+    case 32: small_rows<M, 0, true>(w, xs, y, rb, re); return;
+    case 64: small_rows<M, 1, false>(w, xs, y, rb, re); return;
+    case 96: small_rows<M, 1, true>(w, xs, y, rb, re); return;
+    case 128: small_rows<M, 2, false>(w, xs, y, rb, re); return;
+    default: break;
+  }
   const int8_t* x = static_cast<const int8_t*>(xs.x);
-  for (int r = rb; r < re; ++r) row_kernel<M>(w, x, xs.unit_scale, xs.group_sums, y, r);
+  for (int r = rb; r < re; ++r) row_large_groups<M>(w, x, xs.unit_scale, xs.group_sums, y, r);
 }
 
 }  // namespace

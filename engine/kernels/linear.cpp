@@ -189,7 +189,7 @@ const void* input_group(const PackedWeight& w, const void* staged, int g, GroupH
     header = *static_cast<const Int4StagedX*>(staged);
     const size_t elem = w.int4_x == Int4X::f32 ? 4 : w.int4_x == Int4X::bf16 ? 2 : 1;
     header.x = static_cast<const char*>(header.x) + static_cast<size_t>(g) * w.ld * elem;
-    if (header.unit_scale) header.unit_scale += static_cast<size_t>(g) * w.groups * int4_units_per_group(w);
+    if (header.unit_scale) header.unit_scale += static_cast<size_t>(g) * w.groups * int4_x_blocks_per_group(w);
     header.group_sums += static_cast<size_t>(g) * w.groups;
     return &header;
   }

@@ -90,10 +90,14 @@ void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int r
 // layout as their x.
 struct Int4StagedX {
   const void* x;             // [m][ld] float, bf16 bits or int8
-  const float* unit_scale;   // int8: [m][groups * int4_units_per_group(w)], one scale per 64-slot unit (32 for a half unit)
+  const float* unit_scale;   // int8: [m][groups * int4_x_blocks_per_group(w)], one scale per block
   const float* group_sums;   // [m][groups]
 };
-inline int int4_units_per_group(const PackedWeight& w) { return (w.group_len + 63) / 64; }
+// int8 x comes in blocks with one scale: a whole group of up to 128 slots
+// (the kernel sums it in int16: 4 pairs of 15 · 127 per lane at most), else
+// 64-slot units, the last one 32 when the group ends in a half unit.
+inline int int4_x_block(const PackedWeight& w) { return w.group_len <= 128 ? w.group_len : 64; }
+inline int int4_x_blocks_per_group(const PackedWeight& w) { return (w.group_len + int4_x_block(w) - 1) / int4_x_block(w); }
 const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
 void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);

@@ -32,6 +32,14 @@ bool same_groups(const Int4Rows& a, const Int4Rows& b, int in) {
   return a.group_of == b.group_of || std::equal(a.group_of, a.group_of + in, b.group_of);
 }
 
+// Round to nearest even for |v| < 2^22 (the default rounding mode), without
+// a libm call per element: quantizing a model at load is millions of these.
+inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 · 2^23
+  volatile float shifted = v + kMagic;   // keeps the compiler from folding the pair away
+  return shifted - kMagic;
+}
+
 }  // namespace
 
 Int4Matrix quantize_int4(const float* w, int rows, int in, int group_size) {
@@ -64,10 +72,10 @@ Int4Matrix quantize_int4(const float* w, int rows, int in, int group_size) {
         for (int c = c0; c < c1; ++c) m.q[static_cast<size_t>(r) * in + c] = 0;
         continue;
       }
-      const float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 15.0f);
+      const float z = std::clamp(round_even(-lo / s), 0.0f, 15.0f);
       m.zero[sg] = static_cast<uint8_t>(z);
       for (int c = c0; c < c1; ++c) {
-        const float q = std::clamp(std::nearbyint(row[c] / s) + z, 0.0f, 15.0f);
+        const float q = std::clamp(round_even(row[c] / s) + z, 0.0f, 15.0f);
         m.q[static_cast<size_t>(r) * in + c] = static_cast<uint8_t>(q);
       }
     }
@@ -167,7 +175,7 @@ void int4_gather_x(const PackedWeight& w, const float* x, float* dst) {
 
 namespace {
 
-// One unit of n slots (64, or 32 for a half unit) -> int8 with its scale
+// One block of n slots -> int8 with its scale
 // sx = max|x| / 127 (round to nearest even); returns Σ sx · t in double.
 double quantize_unit(const float* x, int n, int8_t* q, float* scale) {
   float amax = 0.0f;
@@ -176,7 +184,7 @@ double quantize_unit(const float* x, int n, int8_t* q, float* scale) {
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
   int sum = 0;
   for (int i = 0; i < n; ++i) {
-    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f));
+    q[i] = static_cast<int8_t>(std::clamp(round_even(x[i] * inv), -127.0f, 127.0f));
     sum += q[i];
   }
   *scale = sx;
@@ -187,7 +195,7 @@ double quantize_unit(const float* x, int n, int8_t* q, float* scale) {
 
 const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
   const size_t elem = w.int4_x == Int4X::f32 ? 4 : w.int4_x == Int4X::bf16 ? 2 : 1;
-  const int units = w.groups * int4_units_per_group(w);
+  const int units = w.groups * int4_x_blocks_per_group(w);
   const size_t x_bytes = (static_cast<size_t>(m) * w.ld * elem + 63) / 64 * 64;
   const size_t unit_bytes = w.int4_x == Int4X::int8 ? (static_cast<size_t>(m) * units * sizeof(float) + 63) / 64 * 64 : 0;
   const size_t sum_bytes = (static_cast<size_t>(m) * w.groups * sizeof(float) + 63) / 64 * 64;
@@ -202,12 +210,12 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
     if (w.int4_x == Int4X::int8) {
       int8_t* q = reinterpret_cast<int8_t*>(base) + static_cast<size_t>(j) * w.ld;
       float* scales = unit_scale + static_cast<size_t>(j) * units;
-      const int per_group = int4_units_per_group(w);
+      const int per_group = int4_x_blocks_per_group(w), block = int4_x_block(w);
       for (int g = 0; g < w.groups; ++g) {
         double sum = 0.0;
         for (int u = 0; u < per_group; ++u) {
-          const int s0 = g * w.group_len + 64 * u;
-          const int n = std::min(64, w.group_len - 64 * u);
+          const int s0 = g * w.group_len + block * u;
+          const int n = std::min(block, w.group_len - block * u);
           sum += quantize_unit(gathered.data() + s0, n, q + s0, scales + g * per_group + u);
         }
         sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
