@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +74,18 @@ std::string error_json(std::string_view message, std::string_view type, std::str
 }
 
 constexpr std::string_view kJson = "application/json";
+
+struct Refusal {
+  int status;
+  std::string message;
+  std::string code;
+};
+
+Refusal body_too_large(const HttpLimits& limits) {
+  return {413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes", "body_too_large"};
+}
+
+Refusal server_busy() { return {503, "the server is receiving too much at once; retry later", "server_busy"}; }
 
 }  // namespace
 
@@ -194,8 +207,8 @@ struct HttpServer::Impl {
   MHD_Result on_head(Request& request);
   MHD_Result on_body(Request& request, const char* data, size_t* size);
   MHD_Result on_complete(Request& request);
-  MHD_Result refuse(Request& request, int status, std::string_view message, std::string_view code);
-  void refuse_later(Request& request, int status, std::string_view message, std::string_view code);
+  MHD_Result refuse(Request& request, const Refusal& refusal);
+  void refuse_later(Request& request, const Refusal& refusal);
   MHD_Result queue_answer(Request& request);
   void run_handler(std::shared_ptr<Exchange> exchange, HttpRequest http);
   void release(Request& request);
@@ -341,6 +354,59 @@ long long parse_length(const std::string& text) {
   return std::stoll(text);
 }
 
+struct Head {
+  const std::string& target;
+  const std::string& version;
+  size_t size;  // request line and headers, bytes
+  HeaderScan& scan;
+};
+
+// What the library let through that this server does not: heads too large,
+// malformed names and targets, repeated framing headers, bodies too large.
+std::optional<Refusal> framing_refusal(const Head& head, const HttpRequest& http, const HttpLimits& limits,
+                                       size_t buffered) {
+  auto malformed = [](std::string message) { return Refusal{400, std::move(message), "malformed_request"}; };
+  if (head.size > limits.max_header_bytes) return Refusal{431, "request headers too large", "headers_too_large"};
+  if (head.scan.malformed) return malformed("malformed header name");
+  if (head.target.empty() || head.target.front() != '/' ||
+      std::any_of(head.target.begin(), head.target.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
+    return malformed("malformed request target");
+  }
+  if (head.version == MHD_HTTP_VERSION_1_1 && head.scan.counts["host"] == 0) {
+    return malformed("an HTTP/1.1 request needs a Host header");
+  }
+  for (const char* single : {"content-length", "host", "transfer-encoding", "authorization", "origin"}) {
+    if (head.scan.counts[single] > 1) return malformed(std::string("more than one ") + single + " header");
+  }
+  const std::string content_length = http.header("content-length");
+  const std::string transfer_encoding = lowercase(http.header("transfer-encoding"));
+  if (!transfer_encoding.empty() && (transfer_encoding != "chunked" || !content_length.empty())) {
+    return malformed("Transfer-Encoding must be 'chunked' alone, without Content-Length");
+  }
+  if (content_length.empty()) return std::nullopt;
+  const long long length = parse_length(content_length);
+  if (length < 0) return malformed("bad Content-Length");
+  if (static_cast<size_t>(length) > limits.max_body_bytes) return body_too_large(limits);
+  if (buffered + static_cast<size_t>(length) > limits.max_buffered_body_bytes) return server_busy();
+  return std::nullopt;
+}
+
+std::optional<Refusal> access_refusal(const AccessPolicy& policy, const HttpRequest& http) {
+  const std::string host = http.header("host");
+  if (!host_allowed(policy, host)) {
+    return Refusal{403,
+                   "Host '" + host + "' is not served: without an API key only localhost, 127.0.0.1 and [::1] are "
+                   "(name it with --allowed-hosts, or require a key)",
+                   "forbidden_host"};
+  }
+  const std::string origin = http.header("origin");
+  if (check_origin(policy, origin, host) == OriginCheck::refused) {
+    return Refusal{403, "Origin '" + origin + "' may not use this server (allow it with --cors-origin " + origin + ")",
+                   "forbidden_origin"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void Impl::release(Request& request) {
@@ -361,67 +427,17 @@ MHD_Result Impl::on_head(Request& request) {
   HttpRequest& http = request.http;
   HeaderScan scan{&http.headers, {}, false};
   MHD_get_connection_values_n(mhd, MHD_HEADER_KIND, collect_header, &scan);
-  const HttpLimits& limits = options.limits;
-
-  if (const MHD_ConnectionInfo* info = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-      info && info->header_size > limits.max_header_bytes) {
-    return refuse(request, 431, "request headers too large", "headers_too_large");
-  }
-  if (scan.malformed) return refuse(request, 400, "malformed header name", "malformed_request");
-  const std::string& target = request.target;
-  if (target.empty() || target.front() != '/' ||
-      std::any_of(target.begin(), target.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
-    return refuse(request, 400, "malformed request target", "malformed_request");
-  }
-  if (request.version == MHD_HTTP_VERSION_1_1 && scan.counts["host"] == 0) {
-    return refuse(request, 400, "an HTTP/1.1 request needs a Host header", "malformed_request");
-  }
-  for (const char* single : {"content-length", "host", "transfer-encoding", "authorization", "origin"}) {
-    if (scan.counts[single] > 1) {
-      return refuse(request, 400, std::string("more than one ") + single + " header", "malformed_request");
-    }
-  }
-  const std::string content_length = http.header("content-length");
-  const std::string transfer_encoding = lowercase(http.header("transfer-encoding"));
-  if (!transfer_encoding.empty() && (transfer_encoding != "chunked" || !content_length.empty())) {
-    return refuse(request, 400, "Transfer-Encoding must be 'chunked' alone, without Content-Length",
-                  "malformed_request");
-  }
-  if (!content_length.empty()) {
-    const long long length = parse_length(content_length);
-    if (length < 0) return refuse(request, 400, "bad Content-Length", "malformed_request");
-    if (static_cast<size_t>(length) > limits.max_body_bytes) {
-      return refuse(request, 413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
-                    "body_too_large");
-    }
-    if (buffered_bytes + static_cast<size_t>(length) > limits.max_buffered_body_bytes) {
-      return refuse(request, 503, "the server is receiving too much at once; retry later", "server_busy");
-    }
-  }
-
-  const std::string host = http.header("host");
-  if (!host_allowed(options.access, host)) {
-    return refuse(request, 403,
-                  "Host '" + host + "' is not served: without an API key only localhost, 127.0.0.1 and [::1] are "
-                  "(name it with --allowed-hosts, or require a key)",
-                  "forbidden_host");
-  }
+  const MHD_ConnectionInfo* size = MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+  const Head head{request.target, request.version, size ? size->header_size : 0, scan};
+  if (auto refusal = framing_refusal(head, http, options.limits, buffered_bytes)) return refuse(request, *refusal);
+  if (auto refusal = access_refusal(options.access, http)) return refuse(request, *refusal);
   const std::string origin = http.header("origin");
-  switch (check_origin(options.access, origin, host)) {
-    case OriginCheck::refused:
-      return refuse(request, 403,
-                    "Origin '" + origin + "' may not use this server (allow it with --cors-origin " + origin + ")",
-                    "forbidden_origin");
-    case OriginCheck::allowed:
-      request.exchange->headers = cors_headers(origin);
-      if (http.method == "OPTIONS") {
-        HttpResponder(request.exchange).send(204, "text/plain", "", preflight_headers(origin));
-        return queue_answer(request);
-      }
-      break;
-    case OriginCheck::none:
-    case OriginCheck::same:
-      break;
+  if (check_origin(options.access, origin, http.header("host")) == OriginCheck::allowed) {
+    request.exchange->headers = cors_headers(origin);
+    if (http.method == "OPTIONS") {
+      HttpResponder(request.exchange).send(204, "text/plain", "", preflight_headers(origin));
+      return queue_answer(request);
+    }
   }
   if (options.screen) {
     HttpResponder responder(request.exchange);
@@ -440,13 +456,12 @@ MHD_Result Impl::on_body(Request& request, const char* data, size_t* size) {
   if (request.refused) return MHD_YES;
   const HttpLimits& limits = options.limits;
   if (request.http.body.size() + n > limits.max_body_bytes) {
-    refuse_later(request, 413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
-                 "body_too_large");
+    refuse_later(request, body_too_large(limits));
     return MHD_YES;
   }
   if (buffered_bytes.fetch_add(n) + n > limits.max_buffered_body_bytes) {
     buffered_bytes -= n;
-    refuse_later(request, 503, "the server is receiving too much at once; retry later", "server_busy");
+    refuse_later(request, server_busy());
     return MHD_YES;
   }
   request.reserved += n;
@@ -495,9 +510,10 @@ void Impl::run_handler(std::shared_ptr<Exchange> exchange, HttpRequest http) {
 }
 
 // A refused client is not trusted to frame its next request: the connection closes after the answer.
-void Impl::refuse_later(Request& request, int status, std::string_view message, std::string_view code) {
-  const char* type = status >= 500 ? "server_error" : "invalid_request_error";
-  HttpResponder(request.exchange).send(status, kJson, error_json(message, type, code), {{"Connection", "close"}});
+void Impl::refuse_later(Request& request, const Refusal& refusal) {
+  const char* type = refusal.status >= 500 ? "server_error" : "invalid_request_error";
+  HttpResponder(request.exchange)
+      .send(refusal.status, kJson, error_json(refusal.message, type, refusal.code), {{"Connection", "close"}});
   request.refused = true;
   request.http.body.clear();
   request.http.body.shrink_to_fit();
@@ -505,8 +521,8 @@ void Impl::refuse_later(Request& request, int status, std::string_view message, 
   request.reserved = 0;
 }
 
-MHD_Result Impl::refuse(Request& request, int status, std::string_view message, std::string_view code) {
-  refuse_later(request, status, message, code);
+MHD_Result Impl::refuse(Request& request, const Refusal& refusal) {
+  refuse_later(request, refusal);
   return queue_answer(request);
 }
 

@@ -94,8 +94,15 @@ SchedulerCounters Scheduler::take_counters() {
   SchedulerCounters copy = counters_;
   counters_.time_to_first_token_s.clear();
   copy.waiting = static_cast<int>(waiting_.size());
-  copy.running = static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& a) { return a != nullptr; }));
-  copy.kv_bytes = kv_used_;
+  // A finished request keeps its slot until the next step frees it, but its answer may already be
+  // out: it is not running any more, and its KV is as good as freed.
+  copy.running = 0;
+  copy.kv_bytes = 0;
+  for (const auto& active : slots_) {
+    if (!active || active->finished) continue;
+    ++copy.running;
+    copy.kv_bytes += active->kv_bytes;
+  }
   int tokens = 0;
   const auto now = Clock::now();
   for (const auto& step : recent_) tokens += step.second;
