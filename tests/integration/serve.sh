@@ -322,6 +322,11 @@ PY
 if grep -q "env-key-4567" "$tmp/server4.log"; then fail "the API key was logged"; fi
 stop_server "2-rank server"
 
+# --api-key with several ranks: allowed, since the key goes to mpirun's environment, not its command line.
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve 0 --local 2 --api-key flag-key-8901 --dry-run >"$tmp/dry" 2>&1 || rc=$?
+[ "$rc" = 0 ] && grep -q -- "-x XFTCTL_API_KEY .* --require-api-key" "$tmp/dry" && ! grep -q "flag-key-8901" "$tmp/dry" \
+  || fail "--api-key with 2 ranks: rc $rc, $(cat "$tmp/dry")"
+
 # A rank told to require a key that did not reach it refuses to serve.
 rc=0; env -u XFTCTL_API_KEY "$XFTCTL" run qwen --model "$tmp/m" --rank-worker --require-api-key --serve 127.0.0.1:0 \
   2>"$tmp/err" || rc=$?
