@@ -9,16 +9,17 @@
 #   bench/engine_bench.sh [--fake-model qwen2.5-0.5b | --model DIR] [extra run-qwen flags]
 #   env: XFTCTL (default build/cli/xftctl), BENCH_ROOFLINE (default build/bench/bench_roofline,
 #        "skip" to leave it out), ROOFLINE_ARGS (extra bench_roofline flags),
-#        DTYPES (default "bf16 int8"), INPUT_TOKENS (512), OUTPUT_TOKENS (32), ITERS (2)
+#        DTYPES (default "bf16 int8 int4"), INPUT_TOKENS (512), OUTPUT_TOKENS (32), ITERS (2),
+#        ROUNDS (1: each dtype once; more alternate the dtypes and keep each one's best decode)
 # Measure on a quiet machine: `taskset -c 0,1 bench/engine_bench.sh`.
 #
-# "weights GB/s" is the CLI's weight_bytes (embedding table included, though a
-# step reads one row of it) over the mean next-token time: an upper figure.
+# "weights GB/s" is the CLI's decode_weight_bytes_per_token (every projection
+# and the head, one embedding row) over the mean next-token time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 xftctl=${XFTCTL:-$here/build/cli/xftctl}
 roofline=${BENCH_ROOFLINE:-$here/build/bench/bench_roofline}
-dtypes=${DTYPES:-"bf16 int8"}
+dtypes=${DTYPES:-"bf16 int8 int4"}
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--fake-model qwen2.5-0.5b)
 tmp=$(mktemp -d)
@@ -31,16 +32,31 @@ if [ "$roofline" != skip ]; then
 fi
 
 echo "== xftctl run qwen ${args[*]} --bench (input ${INPUT_TOKENS:-512}, output ${OUTPUT_TOKENS:-32}) =="
-printf '%-6s %10s %10s %10s %10s %12s %12s %10s\n' dtype "first ms" "next ms" "p90 ms" "tok/s" "prefill t/s" "weights GB/s" "MiB"
-for dtype in $dtypes; do
-  "$xftctl" run qwen "${args[@]}" --dtype "$dtype" --bench --json \
-      --input-tokens "${INPUT_TOKENS:-512}" --output-tokens "${OUTPUT_TOKENS:-32}" \
-      --iters "${ITERS:-2}" --warmup 1 >"$tmp/$dtype.json"
-  python3 - "$tmp/$dtype.json" "$dtype" <<'PY'
+printf '%-6s %-10s %10s %10s %10s %10s %12s %12s %10s %10s\n' dtype format "first ms" "next ms" "p90 ms" "tok/s" "prefill t/s" "weights GB/s" "MiB/token" "RSS MiB"
+for round in $(seq "${ROUNDS:-1}"); do
+  for dtype in $dtypes; do
+    "$xftctl" run qwen "${args[@]}" --dtype "$dtype" --bench --json \
+        --input-tokens "${INPUT_TOKENS:-512}" --output-tokens "${OUTPUT_TOKENS:-32}" \
+        --iters "${ITERS:-2}" --warmup 1 >"$tmp/$dtype.$round.json"
+    python3 - "$tmp/$dtype.$round.json" "$dtype" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]:<6} {j['first_token_ms']:10.2f} {j['next_token_ms']:10.2f} {j['next_token_p90_ms']:10.2f} "
-      f"{j['decode_tokens_per_s']:10.2f} {j['prefill_tokens_per_s']:12.1f} {j['decode_weight_gb_per_s']:12.2f} "
-      f"{j['weight_bytes'] / 2**20:10.1f}")
+per_token = j.get("decode_weight_bytes_per_token", j["weight_bytes"])
+print(f"{sys.argv[2]:<6} {j.get('format', sys.argv[2]):<10} {j['first_token_ms']:10.2f} {j['next_token_ms']:10.2f} "
+      f"{j['next_token_p90_ms']:10.2f} {j['decode_tokens_per_s']:10.2f} {j['prefill_tokens_per_s']:12.1f} "
+      f"{per_token / j['next_token_ms'] / 1e6:12.2f} {per_token / 2**20:10.1f} {max(j['rss_mib_per_rank']):10.0f}")
 PY
+  done
 done
+# Ratios of the best decode of each dtype in this run (same shape, same machine state as far as
+# alternating rounds can make it), and of resident memory.
+python3 - "$tmp" $dtypes <<'PY'
+import glob, json, sys
+best = {}
+for d in sys.argv[2:]:
+    runs = [json.load(open(f)) for f in glob.glob(f"{sys.argv[1]}/{d}.*.json")]
+    best[d] = (max(r["decode_tokens_per_s"] for r in runs), min(max(r["rss_mib_per_rank"]) for r in runs))
+for a, b in (("int4", "int8"), ("int4", "bf16"), ("int8", "bf16")):
+    if a in best and b in best:
+        print(f"ratio {a}/{b}: decode {best[a][0] / best[b][0]:.2f}x, resident memory {best[a][1] / best[b][1]:.2f}x")
+PY
