@@ -1,7 +1,8 @@
 // xftctl playbook run FILE, and xftctl setup hosts (the shipped
 // playbooks/setup_hosts.yaml with variables from the inventory and the
-// control node). Output: a line per task and host, then a recap per host;
-// --json for machines. Exit 0 / 2 (a host failed) / 4 (a host unreachable).
+// control node). Output: per task, hosts with the same result on one folded
+// line (report_text.h), then the recap; --json for machines. Exit 0 / 2 (a
+// host failed) / 4 (a host unreachable).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "launcher/credentials.h"
 #include "launcher/ssh_keygen.h"
 #include "playbooks/extra_vars.h"
+#include "playbooks/report_text.h"
 #include "playbooks/runner.h"
 
 namespace xft::cli {
@@ -63,30 +65,32 @@ std::set<std::string> split_tags(const std::vector<std::string>& items) {
 
 class LivePrinter : public playbooks::PlayObserver {
  public:
-  explicit LivePrinter(bool diff) : diff_(diff) {}
+  explicit LivePrinter(playbooks::TextOptions text) : text_(text) {}
   void task_done(const playbooks::TaskReport& task) override {
-    std::fputs(playbooks::format_task(task, diff_).c_str(), stdout);
+    std::fputs(playbooks::format_task(task, text_).c_str(), stdout);
     std::fflush(stdout);
   }
 
  private:
-  bool diff_;
+  playbooks::TextOptions text_;
 };
 
 int run_and_report(const playbooks::Playbook& book, const std::vector<inventory::Host>& hosts,
-                   const ReachFlags& reach, const PlayFlags& flags, playbooks::RunSettings settings) {
+                   const ReachFlags& reach, const PlayFlags& flags, playbooks::RunSettings settings, int verbosity) {
   settings.check = flags.check;
   settings.diff = flags.diff;
   settings.fanout = reach.fanout;
   settings.skip_tags = split_tags(flags.skip);
   auto transport = make_ssh_transport(reach);
-  LivePrinter printer(flags.diff);
+  playbooks::TextOptions text{.diff = flags.diff, .per_host = verbosity > 0};
+  LivePrinter printer(text);
   if (!flags.json)
     std::printf("PLAY [%s] on %zu host%s%s\n", book.name.c_str(), hosts.size(), hosts.size() == 1 ? "" : "s",
                 flags.check ? " (check mode: nothing is changed)" : "");
+  std::fflush(stdout);
   auto report = playbooks::run_play(book, hosts, *transport, settings, flags.json ? nullptr : &printer);
   if (flags.json) std::printf("%s\n", playbooks::report_json(report).dump(2).c_str());
-  else std::fputs(playbooks::format_recap(report).c_str(), stdout);
+  else std::fputs(playbooks::format_recap(report, text).c_str(), stdout);
   std::fflush(stdout);
   return reach_exit_code(report.any_unreachable(), report.any_failed());
 }
@@ -110,7 +114,7 @@ void run_playbook_command(Context& ctx, const ReachFlags& reach, const PlayFlags
   settings.templates_dir = dir ? *dir + "/templates" : "";
   settings.playbook_dir = fs::absolute(flags.file).parent_path().string();
   settings.extra_vars = *extra;
-  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings);
+  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity);
 }
 
 // --- setup hosts ---------------------------------------------------------------
@@ -178,7 +182,7 @@ void run_setup_hosts(Context& ctx, const ReachFlags& reach, const PlayFlags& fla
     vars["nfs_export_path"] = inventory->nfs->export_path.empty() ? server->shared : inventory->nfs->export_path;
     vars["nfs_options"] = inventory->nfs->options;
   }
-  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings);
+  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity);
 }
 
 void add_play_flags(CLI::App& command, PlayFlags& flags) {

@@ -297,46 +297,6 @@ PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& ho
   return report;
 }
 
-std::string format_task(const TaskReport& task, bool diff) {
-  std::string out = task.kind == "connect" ? "CONNECT\n" : "TASK [" + task.name + "]\n";
-  for (const auto& [host, result] : task.results) {
-    if (task.kind == "connect" && result.status == TaskStatus::ok) {
-      out += "  " + host + ": ok\n";
-      continue;
-    }
-    out += "  " + host + ": " + status_name(result.status);
-    if (!result.msg.empty() && result.status != TaskStatus::ok) out += ": " + result.msg;
-    out += "\n";
-    if (diff && !result.diff.empty()) {
-      std::string indented;
-      size_t start = 0;
-      while (start < result.diff.size()) {
-        size_t end = result.diff.find('\n', start);
-        if (end == std::string::npos) end = result.diff.size();
-        indented += "    " + result.diff.substr(start, end - start) + "\n";
-        start = end + 1;
-      }
-      out += indented;
-    }
-  }
-  return out;
-}
-
-std::string format_recap(const PlayReport& report) {
-  size_t width = 4;
-  for (const auto& host : report.recap) width = std::max(width, host.host.size());
-  std::string out = "RECAP" + std::string(report.check ? " (check mode: nothing was changed)" : "") + "\n";
-  for (const auto& host : report.recap) {
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-*s  ok=%-3d changed=%-3d failed=%-3d unreachable=%-3d skipped=%d\n",
-                  static_cast<int>(width), host.host.c_str(), host.ok, host.changed, host.failed, host.unreachable,
-                  host.skipped);
-    out += line;
-  }
-  if (!report.stopped.empty()) out += "stopped early: " + report.stopped + "\n";
-  return out;
-}
-
 Json report_json(const PlayReport& report) {
   Json out;
   out["play"] = report.name;

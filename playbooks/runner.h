@@ -69,9 +69,7 @@ PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& ho
 // shared_path, host_key, ssh_names, check_mode).
 nlohmann::json host_facts(const inventory::Host& host, const std::string& host_key, bool check);
 
-// Text rendering: a line per task and host, then the recap.
-std::string format_task(const TaskReport& task, bool diff);
-std::string format_recap(const PlayReport& report);
+// The report for machines (--json); the text one is in report_text.h.
 nlohmann::json report_json(const PlayReport& report);
 
 }  // namespace xft::playbooks

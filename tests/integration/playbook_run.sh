@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `xftctl playbook run FILE` with a user's playbook on 2 test hosts: the
-# exact line per task and host and the recap, idempotency through creates /
+# exact folded lines per task (hosts with the same result on one line) and
+# the recap, idempotency through creates /
 # changed_when, a failing host leaving the play (exit 2), --json, a broken
 # playbook refused with file:line:col before any host is touched, -e values
 # from the hostile corpus carried literally into a shell string, an argv list
@@ -39,28 +40,23 @@ xft playbook run "$book" --accept-new-host-keys
 assert_eq 2 "$RC" "exit code with a failing host; err: $ERR"
 expected="PLAY [site] on 2 hosts
 CONNECT
-  h01: ok
-  h02: ok
+  ok: h[01-02]
 TASK [a directory]
-  h01: changed: /root/site: created
-  h02: changed: /root/site: created
+  changed: h[01-02]: /root/site: created
 TASK [a config file]
-  h01: changed: /root/site/app.conf: created
-  h02: changed: /root/site/app.conf: created
+  changed: h[01-02]: /root/site/app.conf: created
 TASK [initialise once]
-  h01: changed
-  h02: changed
+  changed: h[01-02]
 TASK [read it back]
-  h01: ok
-  h02: ok
+  ok: h[01-02]
 TASK [fails on h02 only]
-  h01: changed
-  h02: failed: exit 1
+  changed: h01
+  failed: h02: exit 1
 TASK [after the failure]
-  h01: ok
+  ok: h01
 RECAP
-  h01   ok=2   changed=4   failed=0   unreachable=0   skipped=0
-  h02   ok=1   changed=3   failed=1   unreachable=0   skipped=0"
+  h01  ok=2 changed=4 failed=0 unreachable=0 skipped=0
+  h02  ok=1 changed=3 failed=1 unreachable=0 skipped=0"
 assert_eq "$expected" "$OUT" "first run output"
 assert_eq "host=h02 addr=$HOST_H02_ADDR" "$(host_run h02 cat /root/site/app.conf)" "rendered file on h02"
 assert_eq "640" "$(host_run h02 stat -c %a /root/site/app.conf)" "mode of the file"
@@ -119,8 +115,8 @@ tasks:
 YAML
 xft playbook run "$TEST_TMP/keys.yaml"
 assert_eq 2 "$RC" "exit code with h02's planted link; out: $OUT; err: $ERR"
-assert_contains "$OUT" "  h01: changed: /run/ircd/.ssh/authorized_keys: /run/ircd/.ssh 0700, created" "h01 written"
-assert_contains "$OUT" "  h02: failed: h02: /run/ircd/.ssh/authorized_keys is a symbolic link; xftctl never follows links in irc's files (replace it with a real file or directory)" "h02 refused, naming the link"
+assert_contains "$OUT" "  changed: h01: /run/ircd/.ssh/authorized_keys: /run/ircd/.ssh 0700, created" "h01 written"
+assert_contains "$OUT" "  failed: h02: /run/ircd/.ssh/authorized_keys is a symbolic link; xftctl never follows links in irc's files (replace it with a real file or directory)" "h02 refused, naming the link"
 assert_eq "irc 700" "$(host_run h01 stat -c '%U %a' /run/ircd/.ssh)" "h01: owner and mode of ~irc/.ssh"
 assert_eq "irc 600" "$(host_run h01 stat -c '%U %a' /run/ircd/.ssh/authorized_keys)" "h01: owner and mode of authorized_keys"
 assert_eq "$key" "$(host_run h01 cat /run/ircd/.ssh/authorized_keys)" "h01: irc's authorized_keys"
@@ -128,5 +124,5 @@ assert_eq "$shadow_before" "$(host_run h02 sh -c 'sha256sum /etc/shadow && stat 
 host_run h02 test -L /run/ircd/.ssh/authorized_keys || fail "h02: the link was replaced or removed"
 xft playbook run "$TEST_TMP/keys.yaml" --hosts h01
 assert_eq 0 "$RC" "second run on h01; out: $OUT"
-assert_contains "$OUT" "  h01   ok=1   changed=0" "second run changes nothing"
+assert_contains "$OUT" "  h01  ok=1 changed=0" "second run changes nothing"
 echo "playbook_run: ok"

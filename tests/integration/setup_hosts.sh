@@ -13,9 +13,34 @@ H=(h01 h02 h03 h04)
 addr() { host_var "$1" ADDR; }
 all_out=""
 
-# The recap line of HOST: "ok=N changed=N failed=N unreachable=N skipped=N", spaces squeezed.
-recap() { grep -E "^  $1 +ok=" <<<"$OUT" | sed -E 's/^ +[^ ]+ +//; s/ +/ /g'; }
+# The names of a folded set of one prefix, one a line: h[01-02,04] -> h01 h02 h04.
+expand_set() {
+  local prefix items suffix item first
+  [[ $1 =~ ^([^][]*)\[([^]]*)\](.*)$ ]] || { echo "$1"; return; }
+  prefix=${BASH_REMATCH[1]} items=${BASH_REMATCH[2]} suffix=${BASH_REMATCH[3]}
+  for item in ${items//,/ }; do
+    if [[ $item == *-* ]]; then
+      first=${item%%-*}
+      seq -f "$prefix%0${#first}g$suffix" "$((10#$first))" "$((10#${item##*-}))"
+    else
+      echo "$prefix$item$suffix"
+    fi
+  done
+}
+# The recap row that holds HOST (rows fold hosts with equal counters): "ok=N changed=N ...".
+recap() {
+  local names counters
+  while read -r names counters; do
+    expand_set "$names" | grep -qx "$1" && echo "$counters"
+  done < <(sed -n '/^RECAP/,$p' <<<"$OUT" | grep -E '^  [^ ]+ +ok=')
+}
 field() { recap "$1" | grep -oE "$2=[0-9]+" | cut -d= -f2; }
+# RECAP's rows ("  NAMES  ok=N ..."), the numbers of the fields that $1 does not match shown as N.
+recap_shape() {
+  local field masked=()
+  for field in ok changed failed unreachable skipped; do [[ $field =~ ^($1)$ ]] || masked+=("$field"); done
+  sed -n '/^RECAP/,$p' <<<"$OUT" | tail -n +2 | sed -E "s/ ($(IFS='|' && echo "${masked[*]}"))=[0-9]+/ \1=N/g"
+}
 # sha256 of every file setup may touch, per host
 hash_host_files() {
   local h
@@ -41,6 +66,11 @@ for h in "${H[@]}"; do
   assert_contains "$ERR" "xftctl: $h ($(addr "$h")): trusting new host key ssh-ed25519" "trust-on-first-use notice for $h"
 done
 assert_contains "$OUT" "TASK [packages a rank needs]" "package task ran"
+# h01 alone runs the run_once steps of the shared-path check
+assert_eq "  h01       ok=N changed=N failed=0 unreachable=0 skipped=N
+  h[02-04]  ok=N changed=N failed=0 unreachable=0 skipped=N" "$(recap_shape 'failed|unreachable')" \
+  "folded recap rows: $OUT"
+[[ $(wc -L <<<"$OUT") -le 100 ]] || fail "a line over 100 columns: $OUT"
 
 step "every host reaches every other by name and by address (real ssh, strict host keys, no password)"
 for h in "${H[@]}"; do
@@ -76,9 +106,14 @@ export XFT_TEST_PASSWORD=$XFT_TEST_PASSWORD_SAVED
 all_out+="$OUT$ERR"
 assert_eq 0 "$RC" "second setup exit code; out: $OUT; err: $ERR"
 for h in "${H[@]}"; do
-  assert_eq 0 "$(field "$h" changed)" "changed on $h in the second run: $(grep -B3 "  $h: changed" <<<"$OUT")"
+  assert_eq 0 "$(field "$h" changed)" "changed on $h in the second run: $OUT"
   assert_eq 0 "$(field "$h" failed)" "failed on $h in the second run"
 done
+assert_eq "  h01       ok=N changed=0 failed=0 unreachable=0 skipped=N
+  h[02-04]  ok=N changed=0 failed=0 unreachable=0 skipped=N" "$(recap_shape 'changed|failed|unreachable')" \
+  "second run's recap"
+assert_eq "" "$(sed -n '/^TASK/,/^RECAP/p' <<<"$OUT" | grep -vE '^TASK |^RECAP$|^  (ok|skipped): h\[01-04\]$|^  ok: h01$')" \
+  "second run: every task line is ok or skipped for all hosts at once (h01 alone for run_once)"
 
 step "--json: one document, the same recap"
 xft setup hosts --json
@@ -95,8 +130,8 @@ all_out+="$OUT$ERR"
 after=$(hash_host_files)
 assert_eq 0 "$RC" "check exit code; out: $OUT; err: $ERR"
 assert_eq "$before" "$after" "host files before and after --check"
-assert_contains "$OUT" "  h03: changed: /root/.ssh/known_hosts: would change created" "check names h03's missing known_hosts"
-assert_contains "$OUT" "  h04: changed: /etc/hosts: would change content" "check names h04's /etc/hosts"
+assert_contains "$OUT" "  changed: h03: /root/.ssh/known_hosts: would change created" "check names h03's missing known_hosts"
+assert_contains "$OUT" "  changed: h04: /etc/hosts: would change content" "check names h04's /etc/hosts"
 assert_contains "$OUT" "    +$(addr h01) h01" "diff line for h04"
 assert_contains "$OUT" "RECAP (check mode: nothing was changed)" "check recap"
 assert_eq 0 "$(field h01 changed)" "h01 has nothing to change"
@@ -106,7 +141,7 @@ cluster stop-host h04
 xft setup hosts
 all_out+="$OUT$ERR"
 assert_eq 4 "$RC" "exit code with h04 down; out: $OUT"
-assert_contains "$OUT" "  h04: unreachable: h04 ($(addr h04))" "h04 reported unreachable"
+assert_contains "$OUT" "  unreachable: h04: h04 ($(addr h04))" "h04 reported unreachable"
 assert_eq 1 "$(field h04 unreachable)" "h04's recap"
 for h in h01 h02 h03; do
   assert_eq 0 "$(field "$h" failed)" "failed on $h with h04 down"

@@ -11,6 +11,7 @@
 
 #include "launcher/mpirun.h"
 #include "playbooks/playbook.h"
+#include "playbooks/report_text.h"
 #include "tests/unit/playbooks/fake_host.h"
 #include "tests/unit/playbooks/hostile_corpus.h"
 
@@ -209,6 +210,98 @@ tasks:
   EXPECT_EQ("a=changed ", statuses(report, "cmd"));
   EXPECT_TRUE(transport["a"].writes.empty());
   EXPECT_TRUE(transport["a"].commands.empty());
+}
+
+const char* const kSecondRunAt64Hosts = R"(PLAY [setup hosts] on 64 hosts
+CONNECT
+  ok: node[01-64]
+TASK [~/.ssh exists with mode 0700]
+  ok: node[01-64]
+TASK [an ed25519 key pair on every host (an existing one is kept)]
+  ok: node[01-64]
+TASK [read each host's public key]
+  ok: node[01-64]
+TASK [every host's key and the control node's key authorized on every host]
+  ok: node[01-64]
+TASK [known_hosts holds every host by name and address, from the keys this run verified]
+  ok: node[01-64]
+TASK [the inventory's names in a managed /etc/hosts block]
+  ok: node[01-64]
+TASK [/etc/xftctl exists]
+  ok: node[01-64]
+TASK [MPI hostfile]
+  ok: node[01-64]
+TASK [environment script for ranks]
+  ok: node[01-64]
+TASK [packages a rank needs]
+  ok: node[01-64]
+TASK [NFS server package]
+  ok: node01
+  skipped: node[02-64]
+TASK [NFS client package]
+  skipped: node01
+  ok: node[02-64]
+TASK [the exported directory exists]
+  ok: node01
+  skipped: node[02-64]
+TASK [the shared path is exported to every host]
+  ok: node01
+  skipped: node[02-64]
+TASK [the NFS server serves the new exports]
+  skipped: node[01-64]
+TASK [the shared path is mounted from the server (and in fstab)]
+  skipped: node01
+  ok: node[02-64]
+TASK [shared path check, write a marker on one host]
+  ok: node01
+TASK [shared path check, read the marker on every host]
+  ok: node[01-64]
+TASK [shared path check, remove the marker]
+  ok: node01
+RECAP
+  node01       ok=16 changed=0 failed=0 unreachable=0 skipped=3
+  node[02-64]  ok=13 changed=0 failed=0 unreachable=0 skipped=4
+)";
+
+// The shipped playbook's 19 tasks on 64 hosts that all succeed (the shared
+// path check reads a real directory every fake host shares): the report as
+// the command prints it fits 100 columns and 60 lines, first run and second.
+TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
+  auto book = load_playbook(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
+  ASSERT_TRUE(book.ok()) << book.error().message;
+  ASSERT_EQ(19u, book->tasks.size());
+  testing::MarkerDir dir;
+  FakeTransport transport;
+  char name[16], address[16];
+  for (int i = 1; i <= 64; ++i) {
+    std::snprintf(name, sizeof name, "node%02d", i);
+    std::snprintf(address, sizeof address, "10.9.0.%d", i);
+    auto& host = transport.add(name, address);
+    host.host.shared = dir.work();
+    host.handler = [](FakeHost& host, const std::string& command) {
+      return command.find(".xftctl-shared-") == std::string::npos ? unix_like(host, command)
+                                                                  : testing::run_locally(command, host.stdin_data);
+    };
+    host.files["/etc/hosts"] = {"127.0.0.1 localhost\n", 0644, false};
+  }
+  RunSettings settings;
+  settings.templates_dir = std::string(XFT_SOURCE_DIR) + "/templates";
+  settings.extra_vars = {{"control_pubkey", "ssh-ed25519 AAAAcontrol xftctl@ctl"}, {"run_id", "r1"},
+                         {"nfs_enabled", true}, {"nfs_server_name", "node01"}, {"nfs_server_address", "10.9.0.1"},
+                         {"nfs_export_path", "/srv/shared"}, {"nfs_options", "rw,sync,no_subtree_check"}};
+  for (int run = 1; run <= 2; ++run) {
+    auto report = run_play(*book, transport.inventory_hosts(), transport, settings);
+    ASSERT_FALSE(report.any_failed()) << format_recap(report);
+    ASSERT_EQ(20u, report.tasks.size());
+    std::string text = "PLAY [setup hosts] on 64 hosts\n";
+    for (const auto& task : report.tasks) text += format_task(task);
+    text += format_recap(report);
+    std::istringstream lines(text);
+    size_t count = 0;
+    for (std::string line; std::getline(lines, line); ++count) EXPECT_LE(line.size(), kReportWidth) << line;
+    EXPECT_LE(count, 60u) << text;
+    if (run == 2) EXPECT_EQ(kSecondRunAt64Hosts, text);
+  }
 }
 
 class ShippedSetup : public ::testing::Test {

@@ -1,0 +1,33 @@
+// The human report of a play, made to read at cluster scale the way clush -b
+// does: per task, hosts with the same outcome share one line as a ClusterShell
+// nodeset (`  ok: node[01-64]`), and the recap folds hosts whose counters are
+// equal. Host lists wrap so that every line fits the report width; messages
+// and diffs are never cut (a path in them stays copyable). `per_host` (-v)
+// keeps a line per host.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "playbooks/runner.h"
+
+namespace xft::playbooks {
+
+constexpr size_t kReportWidth = 100;
+
+struct TextOptions {
+  bool diff = false;      // --diff: each changed file's unified diff under its hosts
+  bool per_host = false;  // a line per host and a recap row per host
+  size_t width = kReportWidth;
+};
+
+std::string format_task(const TaskReport& task, const TextOptions& options = {});
+std::string format_recap(const PlayReport& report, const TextOptions& options = {});
+
+// `names` folded (node[01-03,07]) and cut into lines of at most `width`
+// columns, each line a nodeset of its own; every line but the last ends with
+// ',' so that the lines joined give the whole set back.
+std::vector<std::string> fold_lines(const std::vector<std::string>& names, size_t width);
+
+}  // namespace xft::playbooks
