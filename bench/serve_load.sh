@@ -5,6 +5,7 @@
 # ratio to one client, and p50/p99 time to first token.
 # First, what 500 idle connections cost the server (IDLE=N for another count, 0 for none).
 #   bash bench/serve_load.sh [MODEL] [MAX_TOKENS] [PROMPT_WORDS]   (default qwen2.5-0.5b 128 8; XFTCTL=path)
+# SERVE_ARGS adds server flags, e.g. SERVE_ARGS="--prefill-chunk 0" or "--no-batch-invariant".
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 X=${XFTCTL:-$ROOT/build/cli/xftctl}
@@ -12,7 +13,7 @@ MODEL=${1:-qwen2.5-0.5b}
 MAX_TOKENS=${2:-128}
 PROMPT_WORDS=${3:-8}
 log=$(mktemp)
-"$X" run qwen --fake-model "$MODEL" --serve 127.0.0.1:0 --max-batch 16 --max-context 1024 2>"$log" &
+"$X" run qwen --fake-model "$MODEL" --serve 127.0.0.1:0 --max-batch 16 --max-context 1024 ${SERVE_ARGS:-} 2>"$log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
 port=""

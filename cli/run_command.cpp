@@ -81,6 +81,8 @@ struct RunOptions {
   std::string allowed_hosts;     // --allowed-hosts a,b
   std::string cors_origins;      // --cors-origin a,b
   bool batch_invariant = false;  // bench the server's decode path
+  bool no_batch_invariant = false;  // serve, prompt, chat: oneDNN prefill (answers may depend on the batch)
+  int prefill_chunk = 64;
 
   int input_tokens = 32;
   int output_tokens = 32;
@@ -399,7 +401,7 @@ void report_profile(Model& model, Communicator* comm) {
 void run_prompt(Context& ctx, const RunOptions& o, Communicator* comm) {
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
-  auto loaded = load_model(o, comm);
+  auto loaded = load_model(o, comm, /*batch_invariant=*/!o.no_batch_invariant);  // the server's answers
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   std::vector<int32_t> ids;
@@ -450,7 +452,7 @@ void run_chat_follower(Context& ctx, const RunOptions& o, Model& model, Communic
 void run_chat(Context& ctx, const RunOptions& o, Communicator* comm) {
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
-  auto loaded = load_model(o, comm);
+  auto loaded = load_model(o, comm, /*batch_invariant=*/!o.no_batch_invariant);  // the server's answers
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   if (!is_leader(comm)) return run_chat_follower(ctx, o, model, comm);
@@ -769,7 +771,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   if (is_leader(comm) && !key) return fail(ctx, key.error().message);  // before any rank loads a model
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
-  auto loaded = load_model(o, comm, /*batch_invariant=*/true);
+  auto loaded = load_model(o, comm, /*batch_invariant=*/!o.no_batch_invariant);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   if (!is_leader(comm)) {
@@ -786,6 +788,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   scheduling.max_batch = o.max_batch;
   scheduling.max_queue = o.max_queue;
   scheduling.kv_budget_bytes = static_cast<size_t>(o.kv_cache_mib) << 20;
+  scheduling.prefill_chunk = o.prefill_chunk;
   serve::Scheduler scheduler(model, scheduling);
   serve::ServerOptions server_options;
   server_options.model_name = served_model_name(o);
@@ -882,11 +885,13 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   }
   if (o.json) a.push_back("--json");
   if (o.batch_invariant) a.push_back("--batch-invariant");
+  if (o.no_batch_invariant) a.push_back("--no-batch-invariant");
   if (!o.serve.empty()) {
     add("--serve", o.serve);
     add("--max-batch", std::to_string(o.max_batch));
     add("--max-queue", std::to_string(o.max_queue));
     add("--kv-cache-mib", std::to_string(o.kv_cache_mib));
+    add("--prefill-chunk", std::to_string(o.prefill_chunk));
     if (!o.allowed_hosts.empty()) add("--allowed-hosts", o.allowed_hosts);
     if (!o.cors_origins.empty()) add("--cors-origin", o.cors_origins);
   }
@@ -1010,6 +1015,12 @@ void add_run_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   qwen->add_option("--max-queue", options->max_queue, "serve: waiting requests before 429")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  qwen->add_option("--prefill-chunk", options->prefill_chunk,
+                   "serve: prompt tokens fed per step beside the decodes (long prompts over several steps; 0: whole prompts)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  qwen->add_flag("--no-batch-invariant", options->no_batch_invariant,
+                 "serve, prompt, chat: oneDNN prefill (faster; the last bits, and so a token now and then, may depend on "
+                 "what shares a step)");
   qwen->add_option("--kv-cache-mib", options->kv_cache_mib,
                    "serve: KV cache of all running requests per rank (0: no limit beyond --max-batch)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

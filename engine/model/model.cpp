@@ -484,8 +484,14 @@ void Model::attend(int layer_index, std::span<const Chunk> chunks) {
     float* out = attn_.data() + static_cast<size_t>(row) * attn_width;
     for (auto& g : chunk.sequence->layers_[layer_index]) {
       g.cache.store(k + g.kv_begin * d, v + g.kv_begin * d, n, qkv_width_, pos);
-      attention(q + g.q_begin * d, n, qkv_width_, pos, g.cache, g.q_count, out + g.q_begin * d,
-                attn_width, *pool_);
+      // The kernel's work split depends on how many rows it gets; one row at
+      // a time, a token's attention is the same however its prompt is chunked.
+      const int step = options_.batch_invariant ? 1 : n;
+      for (int r = 0; r < n; r += step) {
+        const size_t at = static_cast<size_t>(r);
+        attention(q + at * qkv_width_ + g.q_begin * d, std::min(step, n - r), qkv_width_, pos + r, g.cache,
+                  g.q_count, out + at * attn_width + g.q_begin * d, attn_width, *pool_);
+      }
     }
     row += n;
   }
@@ -554,7 +560,7 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   const int m = static_cast<int>(tokens_.size());
   if (m == 0) return make_error("nothing to run: no tokens");
   const size_t hm = static_cast<size_t>(m) * h;
-  rows_independent_ = options_.batch_invariant && m == static_cast<int>(chunks.size());
+  rows_independent_ = options_.batch_invariant;
   hidden_.resize(hm);
   normed_.resize(hm);
   proj_.resize(hm);

@@ -45,8 +45,9 @@ struct ModelOptions {
   std::vector<int> cpus;         // OS cpu ids for this rank's threads; empty: not pinned
   int threads = 0;               // 0: cpus.size(), else every cpu this process may use
   int max_context = 0;           // KV positions per sequence; 0: min(max_positions, 8192)
-  // A decode pass over many sequences gives each the same logits, bit for
-  // bit, as a pass of its own: every row goes through the GEMV kernels (the
+  // Every token row gets the same bits whatever shares its pass (other
+  // sequences, or the rest of its prompt when a prompt is cut into chunks):
+  // every row goes through the GEMV kernels and attends on its own (the
   // server's continuous batching; oneDNN's matmul sums in another order).
   bool batch_invariant = false;
 };
@@ -166,8 +167,8 @@ class Model {
 
   bool profiling_ = false;
   std::vector<LayerTime> profile_;
-  double* allreduce_clock_ = nullptr;
-  bool rows_independent_ = false;  // this pass: batch_invariant and one token per chunk  // where allreduce() adds its time while profiling
+  double* allreduce_clock_ = nullptr;  // where allreduce() adds its time while profiling
+  bool rows_independent_ = false;  // this pass: batch_invariant (every row through the GEMV kernels)
 
   // Scratch reused across calls.
   std::vector<int32_t> tokens_;

@@ -1,6 +1,7 @@
 #include "engine/serve/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace xft::engine::serve {
 
@@ -113,7 +114,8 @@ SchedulerCounters Scheduler::take_counters() {
   return copy;
 }
 
-// Under the lock: frees what ended, admits what fits, lists what decodes.
+// Under the lock: frees what ended, admits what fits, lists what decodes
+// and which prompt chunks run.
 StepPlan Scheduler::plan_step() {
   StepPlan plan;
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
@@ -132,7 +134,13 @@ StepPlan Scheduler::plan_step() {
     waiting_.front().stream->finish("cancelled");
     waiting_.pop_front();
   }
-  std::vector<bool> fresh(slots_.size(), false);
+  // Whatever finished its prompt in an earlier step decodes (its first token is drawn).
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    const auto& active = slots_[slot];
+    if (active && active->prefilled == static_cast<int>(active->request.prompt.size())) {
+      plan.decode.push_back(static_cast<int32_t>(slot));
+    }
+  }
   for (size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
     if (slots_[slot]) continue;
     Waiting& next = waiting_.front();
@@ -144,18 +152,44 @@ StepPlan Scheduler::plan_step() {
     active->request = std::move(next.request);
     active->kv_bytes = bytes;
     active->submitted = next.submitted;
+    active->order = admitted_++;
     waiting_.pop_front();
     kv_used_ += bytes;
-    plan.prefill.push_back(PrefillOp{static_cast<int32_t>(slot), capacity, active->request.sampling,
-                                     active->request.prompt});
     counters_.prompt_tokens += active->request.prompt.size();
     slots_[slot] = std::move(active);
-    fresh[slot] = true;
   }
-  for (size_t slot = 0; slot < slots_.size(); ++slot) {
-    if (slots_[slot] && !fresh[slot]) plan.decode.push_back(static_cast<int32_t>(slot));
-  }
+  plan_prefill(plan);
   return plan;
+}
+
+// The next chunks of the oldest unfinished prompts, prefill_chunk tokens in all.
+void Scheduler::plan_prefill(StepPlan& plan) {
+  std::vector<int32_t> feeding;
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    const auto& active = slots_[slot];
+    if (active && active->prefilled < static_cast<int>(active->request.prompt.size())) {
+      feeding.push_back(static_cast<int32_t>(slot));
+    }
+  }
+  std::sort(feeding.begin(), feeding.end(), [&](int32_t a, int32_t b) { return slots_[a]->order < slots_[b]->order; });
+  long budget = options_.prefill_chunk > 0 ? options_.prefill_chunk : std::numeric_limits<long>::max();
+  for (int32_t slot : feeding) {
+    if (budget <= 0) break;
+    Active& a = *slots_[slot];
+    const auto& prompt = a.request.prompt;
+    const long left = static_cast<long>(prompt.size()) - a.prefilled;
+    const int take = static_cast<int>(std::min(left, budget));
+    PrefillOp op;
+    op.slot = slot;
+    op.start = a.prefilled == 0;
+    op.last = take == left;
+    op.capacity = op.start ? capacity_for(a.request) : 0;
+    op.sampling = a.request.sampling;
+    op.tokens.assign(prompt.begin() + a.prefilled, prompt.begin() + a.prefilled + take);
+    a.prefilled += take;
+    budget -= take;
+    plan.prefill.push_back(std::move(op));
+  }
 }
 
 void Scheduler::accept_token(int slot, int32_t token) {
@@ -184,7 +218,8 @@ void Scheduler::deliver(const StepPlan& plan, const std::vector<int32_t>& drawn)
   std::lock_guard lock(mutex_);
   size_t i = 0;
   const auto now = Clock::now();
-  for (const auto& op : plan.prefill) {  // a prefill draws a request's first token
+  for (const auto& op : plan.prefill) {  // a prompt's last chunk draws the request's first token
+    if (!op.last) continue;
     counters_.time_to_first_token_s.push_back(seconds(now - slots_[op.slot]->submitted));
     accept_token(op.slot, drawn[i++]);
   }

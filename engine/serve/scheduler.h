@@ -1,9 +1,12 @@
 // Continuous batching: requests from any number of HTTP threads wait in a
 // queue; the scheduler thread (rank 0's main thread, the one that may call
 // collectives) admits them while a batch slot and KV memory are free, and
-// every step decodes one token for all running requests at once. A new
-// request joins at the next step, a finished or abandoned one leaves at the
-// next step. Past the queue limit a request is refused (HTTP 429).
+// every step decodes one token for all running requests at once, together
+// with up to prefill_chunk prompt tokens of admitted requests (oldest first,
+// a long prompt cut over several steps, several short ones in one step), so
+// a long prompt never stalls the others' next token for long. A finished or
+// abandoned request leaves at the next step. Past the queue limit a request
+// is refused (HTTP 429).
 #pragma once
 
 #include <atomic>
@@ -63,6 +66,7 @@ struct SchedulerOptions {
   int max_batch = 16;       // sequences decoded together
   int max_queue = 64;       // requests waiting beyond the batch; more get 429
   size_t kv_budget_bytes = 0;  // KV cache of all running sequences on this rank; 0: unlimited
+  int prefill_chunk = 64;   // prompt tokens per step, over all requests; 0: whole prompts
 };
 
 struct SubmitError {
@@ -105,6 +109,8 @@ class Scheduler {
     std::shared_ptr<RequestStream> stream;
     GenerationRequest request;
     int generated = 0;
+    int prefilled = 0;   // prompt tokens planned so far
+    uint64_t order = 0;  // admission order: older prompts are fed first
     size_t kv_bytes = 0;
     bool finished = false;
     RequestStream::Clock::time_point submitted;
@@ -116,6 +122,7 @@ class Scheduler {
   };
 
   StepPlan plan_step();  // under mutex_
+  void plan_prefill(StepPlan& plan);  // under mutex_
   void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn);
   void accept_token(int slot, int32_t token);
   void finish_all(const std::string& reason, const std::string& error);
@@ -131,6 +138,7 @@ class Scheduler {
   std::deque<Waiting> waiting_;
   std::vector<std::unique_ptr<Active>> slots_;  // index = executor slot
   size_t kv_used_ = 0;
+  uint64_t admitted_ = 0;
   SchedulerCounters counters_;
   // (time, tokens) of recent decode steps, for the tokens/s gauge.
   std::deque<std::pair<RequestStream::Clock::time_point, int>> recent_;

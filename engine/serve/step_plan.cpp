@@ -73,12 +73,20 @@ std::vector<uint8_t> encode_plan(const StepPlan& plan) {
   w.put(static_cast<int32_t>(plan.prefill.size()));
   for (const auto& op : plan.prefill) {
     w.put(op.slot);
+    w.put(static_cast<uint8_t>(op.start));
+    w.put(static_cast<uint8_t>(op.last));
     w.put(op.capacity);
     put_sampling(w, op.sampling);
     w.put_ids(op.tokens);
   }
   w.put_ids(plan.decode);
   return std::move(w.bytes);
+}
+
+int StepPlan::draws() const {
+  int n = static_cast<int>(decode.size());
+  for (const auto& op : prefill) n += op.last ? 1 : 0;
+  return n;
 }
 
 Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
@@ -90,7 +98,11 @@ Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
             static_cast<size_t>(prefills) <= bytes.size();
   for (int32_t i = 0; ok && i < prefills; ++i) {
     PrefillOp op;
-    ok = r.get(op.slot) && r.get(op.capacity) && get_sampling(r, op.sampling) && r.get_ids(op.tokens);
+    uint8_t start = 0, last = 0;
+    ok = r.get(op.slot) && r.get(start) && r.get(last) && r.get(op.capacity) && get_sampling(r, op.sampling) &&
+         r.get_ids(op.tokens);
+    op.start = start != 0;
+    op.last = last != 0;
     plan.prefill.push_back(std::move(op));
   }
   ok = ok && r.get_ids(plan.decode) && r.done();
@@ -120,29 +132,41 @@ Expected<void> StepExecutor::check(const StepPlan& plan) const {
   auto valid = [&](int32_t slot) { return slot >= 0 && slot < slots(); };
   for (int32_t slot : plan.release)
     if (!valid(slot)) return make_error("step plan: release of slot " + std::to_string(slot) + " out of range");
+  std::vector<bool> used(slots_.size(), false);
+  auto once = [&](int32_t slot) -> Expected<void> {
+    if (used[slot]) return make_error("step plan: slot " + std::to_string(slot) + " appears twice");
+    used[slot] = true;
+    return {};
+  };
   for (const auto& op : plan.prefill) {
+    if (!valid(op.slot)) return make_error("step plan: prefill of slot " + std::to_string(op.slot) + " out of range");
+    if (auto ok = once(op.slot); !ok) return ok;
+    if (op.tokens.empty()) return make_error("step plan: empty prompt chunk for slot " + std::to_string(op.slot));
     const bool released = std::find(plan.release.begin(), plan.release.end(), op.slot) != plan.release.end();
-    if (!valid(op.slot) || (slots_[op.slot].sequence && !released)) {
-      return make_error("step plan: slot " + std::to_string(op.slot) + " is busy");
-    }
+    const bool occupied = slots_[op.slot].sequence && !released;
+    if (op.start && occupied) return make_error("step plan: slot " + std::to_string(op.slot) + " is busy");
+    if (!op.start && !occupied) return make_error("step plan: slot " + std::to_string(op.slot) + " is empty");
   }
-  for (int32_t slot : plan.decode)
+  for (int32_t slot : plan.decode) {
     if (!valid(slot) || !slots_[slot].sequence) return make_error("step plan: slot " + std::to_string(slot) + " is empty");
+    if (auto ok = once(slot); !ok) return ok;
+  }
   return {};
 }
 
-Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, std::span<float> logits) {
+Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, std::span<const int> rows,
+                                                    std::span<float> logits) {
   const Range vocab = model_.partition().vocab;
   std::vector<TokenSampler*> samplers;
-  std::vector<float*> rows;
+  std::vector<float*> row_data;
   std::vector<std::span<const int32_t>> histories;
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots_[slots[i]];
     samplers.push_back(s.sampler.get());
-    rows.push_back(logits.data() + i * vocab.size());
+    row_data.push_back(logits.data() + static_cast<size_t>(rows[i]) * vocab.size());
     histories.push_back(s.sequence->tokens());
   }
-  auto drawn = sample_batch(model_.comm(), samplers, rows, vocab.size(), vocab.begin, histories);
+  auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories);
   for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
   return drawn;
 }
@@ -150,33 +174,32 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
 Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
   if (auto ok = check(plan); !ok) return ok.error();
   for (int32_t slot : plan.release) slots_[slot] = Slot{};
-  std::vector<int32_t> drawn;
+  // One pass over every chunk; logits row i is chunk i's last token.
+  std::vector<Chunk> chunks;
+  std::vector<int> slots, rows;
   for (const auto& op : plan.prefill) {
     Slot& s = slots_[op.slot];
-    s.sequence = model_.new_sequence(op.capacity);
-    s.sampler = std::make_unique<TokenSampler>(op.sampling);
-    Chunk chunk{s.sequence.get(), op.tokens};
-    auto logits = model_.forward({&chunk, 1});
-    if (!logits) return logits.error();
-    const int slot = op.slot;
-    auto token = sample({&slot, 1}, *logits);
-    if (!token) return token.error();
-    drawn.push_back((*token)[0]);
+    if (op.start) {
+      s.sequence = model_.new_sequence(op.capacity);
+      s.sampler = std::make_unique<TokenSampler>(op.sampling);
+    }
+    if (op.last) {
+      slots.push_back(op.slot);
+      rows.push_back(static_cast<int>(chunks.size()));
+    }
+    chunks.push_back(Chunk{s.sequence.get(), op.tokens});
   }
-  if (plan.decode.empty()) return drawn;
-  std::vector<Chunk> chunks;
-  std::vector<int> slots;
   for (int32_t slot : plan.decode) {
     Slot& s = slots_[slot];
-    chunks.push_back(Chunk{s.sequence.get(), {&s.last, 1}});
     slots.push_back(slot);
+    rows.push_back(static_cast<int>(chunks.size()));
+    chunks.push_back(Chunk{s.sequence.get(), {&s.last, 1}});
   }
+  if (chunks.empty()) return std::vector<int32_t>{};
   auto logits = model_.forward(chunks);
   if (!logits) return logits.error();
-  auto tokens = sample(slots, *logits);
-  if (!tokens) return tokens.error();
-  drawn.insert(drawn.end(), tokens->begin(), tokens->end());
-  return drawn;
+  if (slots.empty()) return std::vector<int32_t>{};
+  return sample(slots, rows, *logits);
 }
 
 }  // namespace xft::engine::serve

@@ -1,13 +1,14 @@
 // One scheduler step as every rank executes it. Rank 0 decides the plan
-// (which sequences end, which requests start with their prompt, which decode
-// one token) and broadcasts it; every rank then runs the same forward passes
+// (which sequences end, which prompt chunks are fed, which sequences decode
+// one token) and broadcasts it; every rank then runs the same forward pass
 // and the same collective sampling, so all ranks hold the same slots and
 // draw the same tokens without ever sending a token back.
 //
-// Batching must not change a request's tokens: each prompt is prefilled in a
-// forward pass of its own (as a lone `run qwen` does), and the decode batch
-// runs with ModelOptions::batch_invariant, where every row goes through the
-// same GEMV kernel as a batch of one.
+// A step is one forward pass over every chunk of the plan: the prompt chunks
+// (a long prompt is cut over several steps) and one token per decoding
+// sequence. Batching does not change a request's tokens when the model runs
+// with ModelOptions::batch_invariant: every row then gets the bits it gets
+// alone, however the prompt was cut and whatever shares the pass.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +23,14 @@
 
 namespace xft::engine::serve {
 
+// The next chunk of a prompt. The first chunk (start) creates the slot's
+// sequence; the last one (last) draws the request's first token.
 struct PrefillOp {
   int32_t slot = 0;
-  int32_t capacity = 0;  // KV positions of the new sequence
-  SamplingParams sampling;
+  bool start = true;
+  bool last = true;
+  int32_t capacity = 0;  // KV positions of the new sequence (start only)
+  SamplingParams sampling;  // start only
   std::vector<int32_t> tokens;
 };
 
@@ -34,6 +39,7 @@ struct StepPlan {
   std::vector<int32_t> release;  // slots freed before anything else runs
   std::vector<PrefillOp> prefill;
   std::vector<int32_t> decode;   // slots that feed their last token and sample the next
+  int draws() const;             // tokens run() returns: last prefill chunks, then decodes
   bool empty() const { return !shutdown && release.empty() && prefill.empty() && decode.empty(); }
 };
 
@@ -45,7 +51,8 @@ Expected<void> share_plan(Communicator& comm, StepPlan& plan);
 class StepExecutor {
  public:
   StepExecutor(Model& model, int slots);
-  // The token drawn for each prefill op, then for each decode slot, in plan order.
+  // The token drawn for each prefill op with `last`, then for each decode
+  // slot, in plan order.
   Expected<std::vector<int32_t>> run(const StepPlan& plan);
   const Sequence* sequence(int slot) const { return slots_.at(slot).sequence.get(); }
   int slots() const { return static_cast<int>(slots_.size()); }
@@ -57,7 +64,9 @@ class StepExecutor {
     int32_t last = -1;  // the token drawn last, fed by the next decode
   };
   Expected<void> check(const StepPlan& plan) const;
-  Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<float> logits);
+  // slots[i] samples from logits row rows[i].
+  Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
+                                        std::span<float> logits);
 
   Model& model_;
   std::vector<Slot> slots_;

@@ -71,7 +71,7 @@ TEST(ServeStepPlan, RoundTripsAndRefusesTruncatedBytes) {
   s.temperature = 0.5f;
   s.top_k = 7;
   s.seed = 99;
-  plan.prefill.push_back(PrefillOp{2, 40, s, {5, 6, 7}});
+  plan.prefill.push_back(PrefillOp{2, true, true, 40, s, {5, 6, 7}});
   plan.decode = {0, 4};
   auto bytes = encode_plan(plan);
   auto back = decode_plan(bytes);
@@ -89,7 +89,7 @@ TEST(ServeStepPlan, RoundTripsAndRefusesTruncatedBytes) {
 
 TEST(ServeStepPlan, BatchedDecodeGivesEveryRequestItsTokensAlone) {
   constexpr int kRequests = 6, kTokens = 12;
-  TinyModel reference = tiny_model(false);
+  TinyModel reference = tiny_model(true);  // alone, as `run qwen` and the server run
   std::vector<std::vector<int32_t>> expected;
   for (int i = 0; i < kRequests; ++i) {
     expected.push_back(alone(*reference.model, prompt_of(3 + 5 * i, i), sampling_for(i), kTokens));
@@ -105,7 +105,7 @@ TEST(ServeStepPlan, BatchedDecodeGivesEveryRequestItsTokensAlone) {
       if (started[i] && static_cast<int>(got[i].size()) < kTokens) plan.decode.push_back(i);
     }
     if (step < kRequests) {
-      plan.prefill.push_back(PrefillOp{step, 96, sampling_for(step), prompt_of(3 + 5 * step, step)});
+      plan.prefill.push_back(PrefillOp{step, true, true, 96, sampling_for(step), prompt_of(3 + 5 * step, step)});
       started[step] = true;
     }
     auto drawn = executor.run(plan);
@@ -130,7 +130,7 @@ TEST(ServeStepPlan, BadPlansAreRefused) {
 
 TEST(ServeScheduler, ConcurrentRequestsFinishWithTheirAloneTokensThroughAQueue) {
   constexpr int kRequests = 7, kTokens = 9;
-  TinyModel reference = tiny_model(false);
+  TinyModel reference = tiny_model(true);  // alone, as `run qwen` and the server run
   TinyModel served = tiny_model(true);
   SchedulerOptions options;
   options.max_batch = 3;  // the rest wait in the queue

@@ -1,0 +1,171 @@
+// Chunked prefill mixed into decode steps must not change what a request
+// gets: long prompts cut into chunks of 1, 7 or 64 tokens, fed beside other
+// requests' decodes and other prompts' chunks, give every request exactly the
+// tokens `generate` gives it alone on the same (batch-invariant) model.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/checkpoint/test_model.h"
+#include "engine/checkpoint/weights.h"
+#include "engine/model/generate.h"
+#include "engine/serve/scheduler.h"
+#include "engine/serve/step_plan.h"
+
+namespace xft::engine::serve {
+namespace {
+
+constexpr int kContext = 256;
+
+struct TinyModel {
+  std::unique_ptr<WeightSource> weights;
+  std::unique_ptr<Model> model;
+};
+
+TinyModel tiny_model() {
+  TestModelSpec spec;
+  spec.seed = 11;
+  TinyModel t;
+  t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
+  ModelOptions options;
+  options.dtype = WeightFormat::bf16;
+  options.threads = 2;
+  options.max_context = kContext;
+  options.batch_invariant = true;
+  auto model = Model::load(*t.weights, options);
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  t.model = std::move(*model);
+  return t;
+}
+
+std::vector<int32_t> prompt_of(int length, int salt) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < length; ++i) ids.push_back((salt * 7919 + i * 104729) % 151000);
+  return ids;
+}
+
+SamplingParams sampling_for(int i) {
+  SamplingParams s;
+  if (i % 2 == 0) {
+    s.greedy = true;
+  } else {
+    s.temperature = 0.8f;
+    s.top_k = 50;
+    s.seed = 500 + i;
+  }
+  return s;
+}
+
+std::vector<int32_t> alone(Model& model, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
+  auto seq = model.new_sequence(static_cast<int>(prompt.size()) + n);
+  GenerateOptions o;
+  o.sampling = s;
+  o.max_new_tokens = n;
+  auto r = generate(model, *seq, prompt, o);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r->tokens;
+}
+
+// Prompts of 70..150 tokens: several chunks each at 7 and 64 tokens.
+int prompt_length(int i) { return 70 + 16 * i; }
+
+class ChunkedPrefill : public ::testing::TestWithParam<int> {};
+
+// Request i is submitted once request i-1 has its first token, so each joins
+// while the earlier ones decode (and, with small chunks, while they still prefill).
+TEST_P(ChunkedPrefill, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+  constexpr int kRequests = 5, kTokens = 8;
+  TinyModel t = tiny_model();
+  std::vector<std::vector<int32_t>> expected;
+  for (int i = 0; i < kRequests; ++i) {
+    expected.push_back(alone(*t.model, prompt_of(prompt_length(i), i), sampling_for(i), kTokens));
+  }
+  SchedulerOptions options;
+  options.max_batch = 4;
+  options.prefill_chunk = GetParam();
+  Scheduler scheduler(*t.model, options);
+  std::atomic<bool> stop{false};
+  std::thread loop([&] { EXPECT_TRUE(scheduler.run(stop).ok()); });
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<std::vector<int32_t>> got(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    GenerationRequest r;
+    r.prompt = prompt_of(prompt_length(i), i);
+    r.sampling = sampling_for(i);
+    r.max_tokens = kTokens;
+    auto s = scheduler.submit(r);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    streams.push_back(*s);
+    // Two submitted together at the end: their prompts share steps.
+    if (i + 2 < kRequests) {
+      while (got[i].empty() && streams[i]->next(got[i], std::chrono::milliseconds(100))) {
+      }
+    }
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    while (streams[i]->next(got[i], std::chrono::milliseconds(100))) {
+    }
+    EXPECT_EQ(streams[i]->finish_reason(), "length") << i;
+    EXPECT_EQ(got[i], expected[i]) << "request " << i << ", chunks of " << GetParam();
+  }
+  SchedulerCounters counters = scheduler.take_counters();
+  EXPECT_EQ(counters.time_to_first_token_s.size(), static_cast<size_t>(kRequests));
+  stop = true;
+  loop.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefill, ::testing::Values(1, 7, 64, 0));
+
+// The plan the scheduler broadcasts: a prompt's chunks in order, the first
+// one creating the sequence and only the last one drawing a token.
+TEST(ServeBatching, ChunkFlagsRoundTripAndDriveTheExecutor) {
+  TinyModel t = tiny_model();
+  const auto prompt = prompt_of(20, 3);
+  const auto expected = alone(*t.model, prompt, sampling_for(0), 3);
+  StepExecutor executor(*t.model, 2);
+  std::vector<int32_t> got;
+  for (int begin = 0; begin < 20; begin += 8) {
+    StepPlan plan;
+    PrefillOp op;
+    op.slot = 1;
+    op.start = begin == 0;
+    op.last = begin + 8 >= 20;
+    op.capacity = 23;
+    op.sampling = sampling_for(0);
+    op.tokens.assign(prompt.begin() + begin, prompt.begin() + std::min(20, begin + 8));
+    plan.prefill.push_back(op);
+    auto back = decode_plan(encode_plan(plan));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    ASSERT_EQ(back->prefill.size(), 1u);
+    EXPECT_EQ(back->prefill[0].start, op.start);
+    EXPECT_EQ(back->prefill[0].last, op.last);
+    EXPECT_EQ(back->prefill[0].tokens, op.tokens);
+    EXPECT_EQ(back->draws(), op.last ? 1 : 0);
+    auto drawn = executor.run(*back);
+    ASSERT_TRUE(drawn.ok()) << drawn.error().message;
+    ASSERT_EQ(drawn->size(), static_cast<size_t>(back->draws()));
+    got.insert(got.end(), drawn->begin(), drawn->end());
+  }
+  for (int i = 0; i < 2; ++i) {
+    StepPlan plan;
+    plan.decode = {1};
+    auto drawn = executor.run(plan);
+    ASSERT_TRUE(drawn.ok()) << drawn.error().message;
+    got.push_back((*drawn)[0]);
+  }
+  EXPECT_EQ(got, expected);
+
+  StepPlan continue_empty;
+  PrefillOp op;
+  op.slot = 0;
+  op.start = false;
+  op.tokens = {1};
+  continue_empty.prefill.push_back(op);
+  EXPECT_EQ(executor.run(continue_empty).error().message, "step plan: slot 0 is empty");
+  StepPlan twice;
+  twice.decode = {1, 1};
+  EXPECT_EQ(executor.run(twice).error().message, "step plan: slot 1 appears twice");
+}
+
+}  // namespace
+}  // namespace xft::engine::serve
