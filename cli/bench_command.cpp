@@ -46,6 +46,7 @@ struct BenchFlags {
   bool dry_run = false;
   int cores_per_rank = 0;
   std::string ranks;  // per-host ranks override for the inventory plan
+  std::vector<std::string> env;  // -x
   ReachFlags reach;
   // Hidden: the rank side, and failure injection for the tests.
   bool rank_worker = false;
@@ -178,6 +179,7 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
   plan_flags.local_ranks = f.local;
   plan_flags.ranks = f.ranks;
   plan_flags.cores_per_rank = f.cores_per_rank;
+  plan_flags.env = f.env;
   RankRun run;
   run.what = "bench allreduce";
   run.dry_run = f.dry_run;
@@ -245,6 +247,10 @@ void add_bench_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--cores-per-rank", flags->cores_per_rank, "cap on cores per rank in the plan");
   cmd->add_option("--ranks-per-host", flags->ranks, "override the inventory's ranks: N, per-socket or per-numa");
   cmd->add_flag("--dry-run", flags->dry_run, "print the mpirun command and exit");
+  cmd->add_option("-x,--env", flags->env,
+                  "VAR=VALUE for every rank (PSM3_*, FI_*), or VAR: its value from xftctl's environment, which "
+                  "never appears on a command line (repeatable)")
+      ->allow_extra_args(false);
   add_reach_flags(*cmd, flags->reach);
   cmd->add_flag("--rank-worker", flags->rank_worker)->group("");
   cmd->add_flag("--rank-tune", flags->tune)->group("");

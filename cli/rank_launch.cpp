@@ -108,13 +108,44 @@ Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, cons
   failure_code = exit_error;
   auto options = plan_options(flags);
   if (!options) return options.error();
+  Expected<PlannedRanks> planned = Error{""};
   if (flags.local_ranks > 0) {
     auto plan = launcher::plan_local(flags.local_ranks, flags.sysfs_root, *options);
     if (!plan) return plan.error();
-    return PlannedRanks{std::move(*plan), {}};
+    planned = PlannedRanks{std::move(*plan), {}};
+  } else if (flags.local) {
+    planned = plan_this_machine(flags, *options);
+  } else {
+    planned = plan_inventory(ctx, flags, reach, *options, failure_code);
   }
-  if (flags.local) return plan_this_machine(flags, *options);
-  return plan_inventory(ctx, flags, reach, *options, failure_code);
+  if (planned) planned->env = flags.env;
+  return planned;
+}
+
+void add_env_flag(CLI::App& command, PlanFlags& flags) {
+  command
+      .add_option("-x,--env", flags.env,
+                  "VAR=VALUE for every rank, or VAR: its value from xftctl's environment, which never "
+                  "appears on a command line (repeatable)")
+      ->allow_extra_args(false);  // one value per -x, so `-x A=1 -- cmd -c` ends at --
+}
+
+Expected<void> apply_rank_env(const std::vector<std::string>& items, launcher::MpirunSpec& spec) {
+  static const std::regex variable("[A-Za-z_][A-Za-z0-9_]*");
+  for (const auto& item : items) {
+    const std::string name = item.substr(0, item.find('='));
+    if (!std::regex_match(name, variable))
+      return make_error("-x " + launcher::shell_join({item}) + ": expected VAR=VALUE or VAR, VAR made of letters, "
+                        "digits and _");
+    if (name.size() < item.size()) {
+      spec.env.emplace_back(name, item.substr(name.size() + 1));
+      continue;
+    }
+    // mpirun inherits our environment: the name is all it needs.
+    if (!std::getenv(name.c_str())) return make_error("-x " + name + ": " + name + " is not set in xftctl's environment");
+    spec.pass_env.push_back(name);
+  }
+  return {};
 }
 
 Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
@@ -122,7 +153,10 @@ Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const Rea
   std::string known_hosts;
   if (!planned.hosts.empty())
     known_hosts = reach.known_hosts.empty() ? launcher::default_known_hosts_path() : reach.known_hosts;
-  return launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
+  auto spec = launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
+  if (!spec) return spec;
+  if (auto applied = apply_rank_env(planned.env, *spec); !applied) return applied.error();
+  return spec;
 }
 
 void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine& line) {

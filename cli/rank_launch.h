@@ -30,15 +30,24 @@ struct PlanFlags {
   int cores_per_rank = 0;
   bool refresh = false;
   bool json = false;
+  // -x items (add_env_flag): NAME=VALUE goes on mpirun's command line; NAME
+  // forwards xftctl's own value by name only, so it never appears on one.
+  std::vector<std::string> env;
 };
 
 // --sysfs-root, --ranks-per-host, --comm-cores, --smt, --cores-per-rank, --refresh.
 void add_plan_flags(CLI::App& command, PlanFlags& flags);
 Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags);
+// -x,--env NAME=VALUE or NAME (repeatable) for every rank, into flags.env.
+void add_env_flag(CLI::App& command, PlanFlags& flags);
+// The -x items on the spec: NAME=VALUE into spec.env, NAME into spec.pass_env.
+// An error for a name that is no variable name or NAME unset here.
+Expected<void> apply_rank_env(const std::vector<std::string>& items, launcher::MpirunSpec& spec);
 
 struct PlannedRanks {
   launcher::RankPlan plan;
   std::vector<inventory::Host> hosts;  // empty for a plan on this machine
+  std::vector<std::string> env;  // PlanFlags::env, applied by mpirun_for
 };
 
 // The plan for --local N, for this machine (flags.local), or for the
@@ -47,7 +56,8 @@ struct PlannedRanks {
 Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                 int& failure_code);
 
-// mpirun for the plan: ssh key, user and known_hosts of the inventory hosts.
+// mpirun for the plan: ssh key, user and known_hosts of the inventory hosts,
+// and the -x items of planned.env.
 Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
                                           std::vector<std::string> command);
 

@@ -139,30 +139,8 @@ void run_topology(Context& ctx, const PlanFlags& flags, const ReachFlags& reach)
 struct LaunchFlags {
   bool dry_run = false;
   int timeout_s = 0;
-  std::vector<std::string> env;
   std::vector<std::string> command;
 };
-
-struct RankEnv {
-  std::vector<std::pair<std::string, std::string>> on_command_line;  // -x VAR=VALUE
-  std::vector<std::pair<std::string, std::string>> forwarded;       // -x VAR: value from our environment
-};
-
-Expected<RankEnv> parse_env(const std::vector<std::string>& items) {
-  RankEnv env;
-  for (const auto& item : items) {
-    size_t eq = item.find('=');
-    if (eq == 0) return make_error("-x " + item + ": expected VAR=VALUE or VAR");
-    if (eq != std::string::npos) {
-      env.on_command_line.push_back({item.substr(0, eq), item.substr(eq + 1)});
-      continue;
-    }
-    const char* value = std::getenv(item.c_str());
-    if (!value) return make_error("-x " + item + ": " + item + " is not set in xftctl's environment");
-    env.forwarded.push_back({item, value});
-  }
-  return env;
-}
 
 void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, const LaunchFlags& launch_flags) {
   if (launch_flags.command.empty()) return fail(ctx, "launch: give the command after --, e.g. xftctl launch -- hostname");
@@ -171,15 +149,11 @@ void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, c
   if (!planned) return fail(ctx, planned.error().message, failure_code);
   auto mpirun = mpirun_for(*planned, reach, launch_flags.command);
   if (!mpirun) return fail(ctx, mpirun.error().message);
-  auto env = parse_env(launch_flags.env);
-  if (!env) return fail(ctx, env.error().message);
-  mpirun->env = env->on_command_line;
   RankRun run;
   run.what = "launch";
   run.dry_run = launch_flags.dry_run;
   run.timeout = std::chrono::seconds(launch_flags.timeout_s);
   run.tag_every_line = true;
-  run.secret_env = env->forwarded;
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 
@@ -231,10 +205,7 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(0, 86400 * 30));
   launch->add_option("--local", launch_plan_flags.local_ranks, "N ranks on this machine, no inventory")
       ->check(CLI::Range(1, 4096));
-  launch->add_option("-x,--env", launch_flags.env,
-                     "VAR=VALUE for every rank, or VAR: its value from xftctl's environment, which never "
-                     "appears on a command line (repeatable)")
-      ->allow_extra_args(false);  // one value per -x, so `-x A=1 -- cmd -c` ends at --
+  add_env_flag(*launch, launch_plan_flags);
   add_plan_flags(*launch, launch_plan_flags);
   launch->add_flag("--accept-new-host-keys", launch_reach.accept_new_host_keys,
                    "trust and record unknown host keys while probing facts");

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/expected.h"
@@ -21,6 +22,8 @@ struct Ranks {
 struct Fabric {
   std::string provider = "tcp;ofi_rxm";  // libfabric provider string
   std::string iface;                     // network interface the fabric uses
+  // NAME=VALUE for every rank on the host (PSM3_*, FI_*): not secrets, they go on mpirun's command line.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 // How a host authenticates. A password is never stored: only the name of the

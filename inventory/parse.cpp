@@ -22,7 +22,7 @@ const std::vector<std::string> top_keys = {"defaults", "groups", "hosts", "nfs"}
 const std::vector<std::string> setting_keys = {"user",   "port",  "key",    "password_env",
                                                "password_prompt", "ranks", "fabric", "shared"};
 const std::vector<std::string> host_only_keys = {"name", "address", "groups"};
-const std::vector<std::string> fabric_keys = {"provider", "iface"};
+const std::vector<std::string> fabric_keys = {"provider", "iface", "env"};
 const std::vector<std::string> nfs_keys = {"server", "export", "options"};
 // Keys people reach for when they want to store a password; all refused.
 const std::set<std::string> password_keys = {"password",         "passwd",          "pass",
@@ -59,6 +59,7 @@ struct Settings {
   std::optional<Ranks> ranks;
   std::optional<std::string> provider;
   std::optional<std::string> iface;
+  std::vector<std::pair<std::string, std::string>> fabric_env;
   std::optional<std::string> shared;
 };
 
@@ -69,6 +70,11 @@ void apply(const Settings& settings, Host& host) {
   if (settings.ranks) host.ranks = *settings.ranks;
   if (settings.provider) host.fabric.provider = *settings.provider;
   if (settings.iface) host.fabric.iface = *settings.iface;
+  for (const auto& [name, value] : settings.fabric_env) {  // a host's value replaces the default's, name by name
+    auto same = std::find_if(host.fabric.env.begin(), host.fabric.env.end(), [&](auto& e) { return e.first == name; });
+    if (same != host.fabric.env.end()) same->second = value;
+    else host.fabric.env.emplace_back(name, value);
+  }
   if (settings.shared) host.shared = *settings.shared;
 }
 
@@ -287,6 +293,26 @@ class Parser {
       settings.provider = read_checked(provider, join(field, "provider"), check_provider);
     if (const YAML::Node iface = node["iface"])
       settings.iface = read_checked(iface, join(field, "iface"), check_interface_name);
+    if (const YAML::Node env = node["env"]) read_fabric_env(env, join(field, "env"), settings);
+  }
+
+  void read_fabric_env(const YAML::Node& node, const std::string& field, Settings& settings) {
+    if (!expect_map(node, field, "{PSM3_IDENTIFY: 1, FI_EFA_USE_DEVICE_RDMA: 1}")) return;
+    for (const auto& entry : node) {
+      const std::string name = entry.first.Scalar();
+      if (auto problem = check_env_var_name(name)) {
+        error(entry.first, join(field, printable(name)), *problem);
+        continue;
+      }
+      auto value = read_string(entry.second, join(field, name));
+      if (!value) continue;
+      bool control = std::any_of(value->begin(), value->end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+      if (control) {
+        error(entry.second, join(field, name), quoted_value(*value) + " has a control character (give one line of printable text)");
+        continue;
+      }
+      settings.fabric_env.emplace_back(name, *value);
+    }
   }
 
   Settings read_settings(const YAML::Node& map, const std::string& prefix, bool is_defaults) {

@@ -535,6 +535,7 @@ PlanHost plan_host_from(const inventory::Host& host, HostFacts facts) {
   p.ranks = host.ranks;
   p.fabric_iface = host.fabric.iface;
   p.fabric_provider = host.fabric.provider;
+  p.fabric_env = host.fabric.env;
   p.facts = std::move(facts);
   return p;
 }

@@ -3,20 +3,48 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "common/atomic_file.h"
 
 namespace xft::launcher {
 
+namespace {
+
+// The first item of a provider list that is not an exclusion ("^psm3,tcp;ofi_rxm" -> "tcp;ofi_rxm").
+std::string first_included(const std::string& provider) {
+  for (size_t start = 0; start <= provider.size();) {
+    size_t comma = provider.find(',', start);
+    if (comma == std::string::npos) comma = provider.size();
+    std::string item = provider.substr(start, comma - start);
+    if (!item.empty() && item[0] != '^') return item;
+    start = comma + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string first_provider(const std::string& provider) {
+  std::string item = first_included(provider);
+  return item.substr(0, item.find(';'));
+}
+
 FabricKind fabric_kind(const std::string& provider) {
-  if (provider.find("efa") != std::string::npos) return FabricKind::efa;
-  if (provider.find("verbs") != std::string::npos) return FabricKind::verbs;
-  return FabricKind::tcp;
+  static const std::set<std::string> tcp_based = {"", "tcp", "tcp;ofi_rxm", "sockets", "shm"};
+  const std::string item = first_included(provider);
+  if (tcp_based.count(item)) return FabricKind::tcp;
+  const std::string first = first_provider(provider);
+  if (first == "efa") return FabricKind::efa;
+  if (item.find("verbs") != std::string::npos) return FabricKind::verbs;
+  if (first == "psm3") return FabricKind::psm3;
+  return FabricKind::ofi;
 }
 
 std::vector<std::pair<std::string, std::string>> fabric_env(const MpirunSpec& spec) {
@@ -28,6 +56,12 @@ std::vector<std::pair<std::string, std::string>> fabric_env(const MpirunSpec& sp
       break;
     case FabricKind::efa:
       env = {{"FI_PROVIDER", "efa"}, {"FI_EFA_USE_DEVICE_RDMA", "1"}};
+      break;
+    case FabricKind::psm3:  // PSM3_* tuning is the cluster's: fabric.env in the inventory
+      env = {{"FI_PROVIDER", "psm3"}};
+      break;
+    case FabricKind::ofi:
+      env = {{"FI_PROVIDER", spec.provider}};
       break;
     case FabricKind::tcp:
       env = {{"FI_PROVIDER", spec.provider.empty() ? "tcp;ofi_rxm" : spec.provider}};
@@ -129,11 +163,39 @@ void transport_params(std::vector<std::string>& out, const MpirunSpec& spec) {
     std::string tcp_if = spec.local_only ? "lo" : !spec.iface.empty() ? spec.iface : spec.oob_subnet;
     if (!tcp_if.empty()) mca(out, spec, "btl_tcp_if_include", tcp_if);
   } else {
+    // The OFI MTL on the named provider only: left to choose, Open MPI may
+    // settle on another one and the ranks never touch the NIC.
     mca(out, spec, "pml", "cm");
     mca(out, spec, "mtl", "ofi");
+    mca(out, spec, "mtl_ofi_provider_include", first_provider(spec.provider));
   }
   std::string oob = spec.local_only ? "lo" : !spec.oob_subnet.empty() ? spec.oob_subnet : spec.iface;
   if (!oob.empty()) mca(out, spec, "oob_tcp_if_include", oob);
+}
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// `over` laid on `base`: a name already there keeps its place and takes the new value.
+void overlay(EnvList& base, const EnvList& over) {
+  for (const auto& [name, value] : over) {
+    auto same = std::find_if(base.begin(), base.end(), [&](const auto& e) { return e.first == name; });
+    if (same != base.end()) same->second = value;
+    else base.emplace_back(name, value);
+  }
+}
+
+// Per host: the fabric preset, then the host's fabric.env, then -x values.
+std::map<std::string, EnvList> rank_env_by_host(const RankPlan& plan, const MpirunSpec& spec) {
+  std::map<std::string, EnvList> by_host;
+  for (const auto& r : plan.ranks) {
+    if (by_host.count(r.host)) continue;
+    EnvList env = fabric_env(spec);
+    for (const auto& h : plan.hosts)
+      if (h.name == r.host) overlay(env, h.fabric_env);
+    overlay(env, spec.env);
+    by_host[r.host] = std::move(env);
+  }
+  return by_host;
 }
 
 std::map<std::string, int> ranks_per_host(const RankPlan& plan) {
@@ -150,6 +212,10 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
   static const std::regex variable("[A-Za-z_][A-Za-z0-9_]*");
   for (const auto& name : spec.pass_env)
     if (!std::regex_match(name, variable)) return make_error("cannot forward " + shell_join({name}) + ": not a variable name");
+  for (const auto& [name, value] : spec.env)
+    if (!std::regex_match(name, variable))
+      return make_error("cannot pass -x " + shell_join({name + "=" + value}) + ": " + shell_join({name}) +
+                        " is not a variable name");
   std::vector<std::string> out = {spec.mpirun};
   if (spec.as_root) out.push_back("--allow-run-as-root");
   // numactl does the binding; Open MPI's own would fight it.
@@ -174,8 +240,7 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     launcher_param(out, spec, "no_tree_spawn", "1");
   }
 
-  auto env = fabric_env(spec);
-  env.insert(env.end(), spec.env.begin(), spec.env.end());
+  auto env_by_host = rank_env_by_host(plan, spec);
   auto slots = ranks_per_host(plan);
   for (const auto& rank : plan.ranks) {
     if (rank.rank > 0) out.push_back(":");
@@ -184,7 +249,7 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     // -x is per app context in Open MPI, so every context carries the whole environment.
     out.insert(out.end(), {"-x", "OMP_NUM_THREADS=" + std::to_string(rank.omp_threads())});
     if (!rank.comm_cpus.empty()) out.insert(out.end(), {"-x", "XFT_COMM_CPUS=" + format_cpu_list(rank.comm_cpus)});
-    for (const auto& [name, value] : env) out.insert(out.end(), {"-x", name + "=" + value});
+    for (const auto& [name, value] : env_by_host[rank.host]) out.insert(out.end(), {"-x", name + "=" + value});
     for (const auto& name : spec.pass_env) out.insert(out.end(), {"-x", name});
     for (const auto& t : rank.numactl_tokens()) out.push_back(t);
     out.insert(out.end(), spec.command.begin(), spec.command.end());

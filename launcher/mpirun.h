@@ -14,10 +14,17 @@
 
 namespace xft::launcher {
 
-enum class FabricKind { tcp, verbs, efa };
+// tcp: Open MPI's own TCP transport (pml ob1); every other kind goes through
+// libfabric (pml cm, mtl ofi), with a preset environment for the known ones.
+enum class FabricKind { tcp, verbs, efa, psm3, ofi };
 
-// "efa" -> efa; anything with "verbs" (eRDMA, RoCE, IB) -> verbs; else tcp.
+// By the list's first item that is not an exclusion (^NAME): "", "tcp",
+// "tcp;ofi_rxm", "sockets", "shm" -> tcp; "efa" -> efa; anything with "verbs"
+// (eRDMA, RoCE, IB) -> verbs; "psm3" -> psm3; any other provider -> ofi.
 FabricKind fabric_kind(const std::string& provider);
+// The first provider of a list ("verbs;ofi_rxm" -> "verbs"): what Open MPI's
+// mtl_ofi_provider_include matches (a layered provider by its core name).
+std::string first_provider(const std::string& provider);
 
 struct SshAgent {
   std::string key;          // private key file; empty: ssh's default identities
@@ -38,7 +45,9 @@ struct MpirunSpec {
   std::string provider = "tcp;ofi_rxm";  // libfabric provider string
   std::string iface;       // fabric interface name on the hosts (FI_*_IFACE, btl_tcp_if_include)
   std::string oob_subnet;  // CIDR or interface for Open MPI's out-of-band channel; empty: Open MPI picks
-  std::vector<std::pair<std::string, std::string>> env;  // extra -x VAR=VALUE for every rank
+  // extra -x VAR=VALUE for every rank (launch -x, bench -x); replaces a fabric
+  // preset or fabric.env value of the same name
+  std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> pass_env;  // -x NAME: value taken from mpirun's own environment, never on a command line
   std::vector<std::string> command;                      // what each rank runs, after numactl
 };

@@ -29,6 +29,7 @@ struct PlanHost {
   inventory::Ranks ranks;
   std::string fabric_iface;     // the NIC nearest to which ranks go when there is a choice
   std::string fabric_provider;  // libfabric provider string; "tcp;ofi_rxm" by default
+  std::vector<std::pair<std::string, std::string>> fabric_env;  // the inventory's fabric.env, for this host's ranks
   HostFacts facts;
 };
 

@@ -151,6 +151,17 @@ expect_eq "cluster: --dry-run prints the ssh agent script" \
 exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=\"$kh\"' -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root -p 22 -- \"\$@\"" \
   "$(echo "$dry" | tail -n +2)"
 
+# psm3 with the inventory's fabric.env: the OFI MTL on psm3, every rank carries the values.
+psm3_inv=$work/psm3.yaml
+sed -e 's/provider: "tcp;ofi_rxm"/provider: psm3/' \
+  -e 's|^    iface: eth0|    iface: eth0\n    env: {PSM3_IDENTIFY: 1, FI_PROVIDER_PATH: /opt/psm3/lib}|' \
+  "$CLUSTER_INVENTORY" >"$psm3_inv"
+dry=$(TMPDIR=/tmp "$XFTCTL" -i "$psm3_inv" launch "${topo[@]}" -x PSM3_IDENTIFY=2 --dry-run -- "$RANK_XFTCTL" rank-probe)
+cpus=$(echo "$plan" | awk '$1 == 0 {print $2}')
+expect_eq "cluster: psm3 --dry-run uses the OFI MTL and carries fabric.env (first rank)" \
+  "mpirun$root_flag --bind-to none --tag-output --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include psm3 --mca oob_tcp_if_include $CLUSTER_SUBNET --mca plm_rsh_agent '/bin/sh $agent' --mca plm_rsh_no_tree_spawn 1 -np 1 -H $HOST_H01_ADDR:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=psm3 -x PSM3_IDENTIFY=2 -x FI_PROVIDER_PATH=/opt/psm3/lib numactl -C $cpus -m 0 $RANK_XFTCTL rank-probe" \
+  "$(echo "$dry" | head -n 1 | sed 's/ : .*//')"
+
 out=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- "$RANK_XFTCTL" rank-probe)
 expected_ranks=$(echo "$plan" | awk '{h = sprintf("h%02d", int($1 / 2) + 1); print $1, h, $2}')
 expect_eq "cluster: 8 ranks on 4 hosts, each on its host with the planned CPUs" \

@@ -86,7 +86,7 @@ TEST(Mpirun, ErdmaVerbsPreset) {
   ASSERT_TRUE(tokens.ok());
   std::vector<std::string> expected = {
       "mpirun", "--bind-to", "none", "--tag-output",
-      "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+      "--mca", "pml", "cm", "--mca", "mtl", "ofi", "--mca", "mtl_ofi_provider_include", "verbs",
       "--mca", "oob_tcp_if_include", "10.9.0.0/24",
       "--mca", "plm_rsh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
       "--mca", "plm_rsh_no_tree_spawn", "1",
@@ -107,6 +107,99 @@ TEST(Mpirun, EfaPresetEnvironment) {
   EXPECT_EQ(fabric_kind("verbs;ofi_rxm"), FabricKind::verbs);
   EXPECT_EQ(fabric_kind("tcp;ofi_rxm"), FabricKind::tcp);
   EXPECT_EQ(fabric_kind("shm"), FabricKind::tcp);
+  EXPECT_EQ(fabric_kind("sockets"), FabricKind::tcp);
+  EXPECT_EQ(fabric_kind("tcp"), FabricKind::tcp);
+  EXPECT_EQ(fabric_kind("psm3"), FabricKind::psm3);
+  EXPECT_EQ(fabric_kind("cxi"), FabricKind::ofi);
+  EXPECT_EQ(first_provider("verbs;ofi_rxm"), "verbs");
+  EXPECT_EQ(first_provider("psm3,tcp"), "psm3");
+  EXPECT_EQ(first_provider("^psm3,verbs;ofi_rxm"), "verbs");
+  EXPECT_EQ(fabric_kind("^psm3,tcp;ofi_rxm"), FabricKind::tcp);
+}
+
+// One host whose inventory sets fabric.env, and a -x value that replaces one
+// of the preset's: the tokens of one rank for each provider.
+std::vector<std::string> one_rank_line(const std::string& provider) {
+  MpirunSpec spec = tcp_spec();
+  spec.provider = provider;
+  spec.as_root = false;
+  spec.env = {{"XFT_LOG", "debug"}, {"FI_EFA_USE_DEVICE_RDMA", "0"}};
+  RankPlan plan;
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0})};
+  PlanHost host;
+  host.name = "h01";
+  host.fabric_env = {{"PSM3_IDENTIFY", "1"}, {"FI_PROVIDER_PATH", "/opt/psm3/lib"}};
+  plan.hosts = {host};
+  auto tokens = build_mpirun_command(plan, spec);
+  EXPECT_TRUE(tokens.ok()) << tokens.error().message;
+  return tokens ? *tokens : std::vector<std::string>{};
+}
+
+const std::vector<std::string> kAgent = {"--mca", "oob_tcp_if_include", "10.9.0.0/24",
+                                         "--mca", "plm_rsh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
+                                         "--mca", "plm_rsh_no_tree_spawn", "1"};
+const std::vector<std::string> kInventoryEnv = {"-x", "PSM3_IDENTIFY=1", "-x", "FI_PROVIDER_PATH=/opt/psm3/lib",
+                                                "-x", "XFT_LOG=debug"};
+const std::vector<std::string> kRank = {"numactl", "-C", "0", "-m", "0", "/opt/xft/xftctl", "rank", "probe"};
+
+std::vector<std::string> concat(std::initializer_list<std::vector<std::string>> parts) {
+  std::vector<std::string> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+TEST(MpirunProvider, Psm3UsesTheOfiMtlOnPsm3) {
+  EXPECT_EQ(one_rank_line("psm3"),
+            concat({{"mpirun", "--bind-to", "none", "--tag-output", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+                     "--mca", "mtl_ofi_provider_include", "psm3"},
+                    kAgent,
+                    {"-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=1", "-x", "FI_PROVIDER=psm3"},
+                    kInventoryEnv,
+                    {"-x", "FI_EFA_USE_DEVICE_RDMA=0"},
+                    kRank}));
+}
+
+TEST(MpirunProvider, VerbsRxmUsesTheOfiMtlOnVerbs) {
+  EXPECT_EQ(one_rank_line("verbs;ofi_rxm"),
+            concat({{"mpirun", "--bind-to", "none", "--tag-output", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+                     "--mca", "mtl_ofi_provider_include", "verbs"},
+                    kAgent,
+                    {"-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=1", "-x", "FI_PROVIDER=verbs;ofi_rxm",
+                     "-x", "FI_OFI_RXM_USE_SRX=0", "-x", "FI_VERBS_RX_IOV_LIMIT=1", "-x", "FI_VERBS_IFACE=eth1"},
+                    kInventoryEnv,
+                    {"-x", "FI_EFA_USE_DEVICE_RDMA=0"},
+                    kRank}));
+}
+
+TEST(MpirunProvider, EfaUsesTheOfiMtlOnEfaAndMinusXReplacesThePreset) {
+  EXPECT_EQ(one_rank_line("efa"),
+            concat({{"mpirun", "--bind-to", "none", "--tag-output", "--mca", "pml", "cm", "--mca", "mtl", "ofi",
+                     "--mca", "mtl_ofi_provider_include", "efa"},
+                    kAgent,
+                    {"-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=1", "-x", "FI_PROVIDER=efa", "-x",
+                     "FI_EFA_USE_DEVICE_RDMA=0"},
+                    kInventoryEnv,
+                    kRank}));
+}
+
+TEST(MpirunProvider, TcpStaysOnOpenMpisTcpTransport) {
+  EXPECT_EQ(one_rank_line("tcp"),
+            concat({{"mpirun", "--bind-to", "none", "--tag-output", "--mca", "pml", "ob1", "--mca", "btl",
+                     "self,vader,tcp", "--mca", "btl_tcp_if_include", "eth1"},
+                    kAgent,
+                    {"-np", "1", "-H", "10.9.0.11:1", "-x", "OMP_NUM_THREADS=1", "-x", "FI_PROVIDER=tcp", "-x",
+                     "FI_TCP_IFACE=eth1"},
+                    kInventoryEnv,
+                    {"-x", "FI_EFA_USE_DEVICE_RDMA=0"},
+                    kRank}));
+}
+
+TEST(MpirunProvider, AnEnvNameThatIsNoVariableIsRefused) {
+  MpirunSpec spec = tcp_spec();
+  spec.env = {{"1A", "x"}};
+  auto tokens = build_mpirun_command(two_hosts(), spec);
+  ASSERT_FALSE(tokens.ok());
+  EXPECT_EQ(tokens.error().message, "cannot pass -x 1A=x: 1A is not a variable name");
 }
 
 TEST(Mpirun, OpenMpi5Syntax) {
