@@ -187,7 +187,7 @@ void run_setup_hosts(Context& ctx, const ReachFlags& reach, const PlayFlags& fla
 
 void add_play_flags(CLI::App& command, PlayFlags& flags) {
   command.add_flag("--check", flags.check, "change nothing; report what would change");
-  command.add_flag("--diff", flags.diff, "show the lines each changed file gains and loses");
+  command.add_flag("--diff", flags.diff, "show each changed file as a unified diff (patch applies it)");
   command.add_flag("--json", flags.json, "one JSON report at the end instead of lines");
   command.add_option("--skip", flags.skip, "leave out tasks with these tags (comma-separated, repeatable)");
 }

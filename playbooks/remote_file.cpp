@@ -1,9 +1,9 @@
 #include "playbooks/remote_file.h"
 
 #include <cstdio>
-#include <vector>
 
 #include "playbooks/sync.h"
+#include "playbooks/unified_diff.h"
 
 namespace xft::playbooks {
 
@@ -53,7 +53,7 @@ Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const st
     change.what += std::string(change.what.empty() ? "" : ", ") + "mode " + mode_text(current->mode) + " -> " +
                    mode_text(wanted_mode);
   change.changed = content_differs || mode_differs;
-  if (content_differs) change.diff = line_diff(current->content, content);
+  if (content_differs) change.diff = unified_diff(current->content, content, path);
   if (!change.changed || check) return change;
   if (content_differs) {
     auto written = session.upload(content, path, wanted_mode);
@@ -67,58 +67,6 @@ Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const st
       return RemoteError{launcher::Failure::other, "chmod " + path + ": " + chmod->err.substr(0, chmod->err.find('\n'))};
   }
   return change;
-}
-
-namespace {
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
-}  // namespace
-
-std::string line_diff(const std::string& before, const std::string& after) {
-  auto a = split_lines(before), b = split_lines(after);
-  const size_t n = a.size(), m = b.size();
-  if (n * m > 4'000'000) return "(content differs; too large to show)\n";
-  // Longest common subsequence table, then walk it to emit -/+/context lines.
-  std::vector<std::vector<uint32_t>> lcs(n + 1, std::vector<uint32_t>(m + 1, 0));
-  for (size_t i = n; i-- > 0;)
-    for (size_t j = m; j-- > 0;)
-      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-  struct Line {
-    char tag;
-    std::string text;
-  };
-  std::vector<Line> lines;
-  size_t i = 0, j = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && a[i] == b[j]) lines.push_back({' ', a[i++]}), ++j;
-    else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) lines.push_back({'-', a[i++]});
-    else lines.push_back({'+', b[j++]});
-  }
-  constexpr size_t kContext = 2;
-  std::string out;
-  size_t last_shown = SIZE_MAX;
-  for (size_t k = 0; k < lines.size(); ++k) {
-    bool near_change = false;
-    for (size_t d = (k >= kContext ? k - kContext : 0); d <= std::min(lines.size() - 1, k + kContext); ++d)
-      if (lines[d].tag != ' ') near_change = true;
-    if (!near_change) continue;
-    if (last_shown != SIZE_MAX && k > last_shown + 1) out += "@@\n";
-    out += lines[k].tag;
-    out += lines[k].text + "\n";
-    last_shown = k;
-  }
-  return out;
 }
 
 }  // namespace xft::playbooks

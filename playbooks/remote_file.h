@@ -25,17 +25,13 @@ launcher::Remote<FileState> read_remote_file(launcher::RemoteSession& session, c
 struct FileChange {
   bool changed = false;
   std::string what;  // "created", "content", "mode 0644 -> 0600", joined by ", "
-  std::string diff;  // -/+ lines when the content changed
+  std::string diff;  // a unified diff when the content changed (unified_diff.h)
 };
 
 // `mode` empty: an existing file keeps its mode, a new one gets `new_file_mode`.
 launcher::Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const std::string& path,
                                                 const std::string& content, std::optional<mode_t> mode, bool check,
                                                 mode_t new_file_mode = 0644);
-
-// A line diff of two texts, "-old" / "+new" lines with two lines of context
-// ("@@" between distant hunks).
-std::string line_diff(const std::string& before, const std::string& after);
 
 // "0600" -> 0600; an error names the text.
 std::optional<mode_t> parse_mode(const std::string& text);

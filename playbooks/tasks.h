@@ -28,7 +28,7 @@ const char* status_name(TaskStatus status);
 struct TaskResult {
   TaskStatus status = TaskStatus::ok;
   std::string msg;     // one line; for failures the reason
-  std::string diff;    // --diff: what changed in files, as -/+ lines
+  std::string diff;    // --diff: what changed in files, as unified diffs
   // Registered under `register:` and seen by changed_when / failed_when /
   // until: rc, stdout, stderr (commands), changed, failed, skipped.
   nlohmann::json data = nlohmann::json::object();

@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libssh-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libkainjow-mustache-dev libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin
-  libnuma-dev numactl libdnnl-dev
+  libnuma-dev numactl libdnnl-dev libdtl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
   jq libssl-dev rdma-core ibverbs-utils libmicrohttpd-dev

@@ -132,6 +132,10 @@ assert_eq 0 "$RC" "check exit code; out: $OUT; err: $ERR"
 assert_eq "$before" "$after" "host files before and after --check"
 assert_contains "$OUT" "  changed: h03: /root/.ssh/known_hosts: would change created" "check names h03's missing known_hosts"
 assert_contains "$OUT" "  changed: h04: /etc/hosts: would change content" "check names h04's /etc/hosts"
+assert_contains "$OUT" "  changed: h04: /etc/hosts: would change content
+    --- /etc/hosts (before)
+    +++ /etc/hosts (after)
+    @@ -" "h04's diff header"
 assert_contains "$OUT" "    +$(addr h01) h01" "diff line for h04"
 assert_contains "$OUT" "RECAP (check mode: nothing was changed)" "check recap"
 assert_eq 0 "$(field h01 changed)" "h01 has nothing to change"

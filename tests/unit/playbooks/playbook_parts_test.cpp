@@ -129,9 +129,7 @@ TEST(Fstab, TheMountPointsLineReplacedOrAppended) {
   EXPECT_EQ("a / ext4 d 0 1\nsrv:/s /mnt nfs rw 0 0\n", merge_fstab("a / ext4 d 0 1\n", "/mnt", "srv:/s /mnt nfs rw 0 0"));
 }
 
-TEST(LineDiff, ShowsChangesWithContext) {
-  EXPECT_EQ(" b\n c\n-d\n+D\n e\n f\n", line_diff("a\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nD\ne\nf\ng\n"));
-  EXPECT_EQ("+x\n", line_diff("", "x\n"));
+TEST(FileMode, ParsesOctalText) {
   EXPECT_EQ(std::optional<mode_t>(0600), parse_mode("0600"));
   EXPECT_FALSE(parse_mode("rw").has_value());
 }

@@ -206,7 +206,9 @@ tasks:
   auto report = run_play(book, transport.inventory_hosts(), transport, settings);
   EXPECT_EQ("a=changed ", statuses(report, "block"));
   EXPECT_EQ("/etc/hosts: would change content", report.tasks[1].results[0].result.msg);
-  EXPECT_EQ(" 127.0.0.1 localhost\n+# BEGIN m\n+10.0.0.1 a\n+# END m\n", report.tasks[1].results[0].result.diff);
+  EXPECT_EQ("--- /etc/hosts (before)\n+++ /etc/hosts (after)\n@@ -1 +1,4 @@\n 127.0.0.1 localhost\n+# BEGIN m\n+10.0.0.1 a\n"
+            "+# END m\n",
+            report.tasks[1].results[0].result.diff);
   EXPECT_EQ("a=changed ", statuses(report, "cmd"));
   EXPECT_TRUE(transport["a"].writes.empty());
   EXPECT_TRUE(transport["a"].commands.empty());
