@@ -237,6 +237,10 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
 int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command, const RankRun& run) {
   std::string mpirun = "mpirun";
   if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) mpirun = custom;
+  if (auto major = launcher::detect_open_mpi_major(mpirun); !major) {
+    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), major.error().message.c_str());
+    return exit_error;
+  }
   std::vector<std::string> argv{mpirun};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader,tcp",

@@ -289,6 +289,13 @@ int supervise(pid_t pid, Pipe& out, Pipe& err, const LaunchSpec& spec, OutputCol
   return status;
 }
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 std::string first_meaningful(const std::vector<std::string>& lines) {
   for (const auto& l : lines) {
     if (l.empty() || l.find_first_not_of("-= ") == std::string::npos) continue;
@@ -456,16 +463,80 @@ Expected<LaunchResult> launch(const LaunchSpec& spec) {
   return result;
 }
 
-int detect_open_mpi_major(const std::string& mpirun) {
-  std::string cmd = mpirun + " --version 2>&1";
-  std::FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return 4;
+namespace {
+
+// stdout and stderr of argv together; nullopt when it cannot be run at all.
+Expected<std::optional<std::string>> capture_output(std::vector<std::string> argv, std::chrono::seconds timeout) {
+  Pipe out, exec_status;
+  if (!out.open() || !exec_status.open()) return make_error(std::string("cannot create pipes: ") + std::strerror(errno));
+  std::vector<char*> args = c_strings(argv);
+  pid_t pid = fork();
+  if (pid < 0) return make_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    dup2(out.write, STDOUT_FILENO);
+    dup2(out.write, STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    execvp(args[0], args.data());
+    int code = errno;
+    (void)!::write(exec_status.write, &code, sizeof code);
+    _exit(127);
+  }
+  ::close(out.write);
+  ::close(exec_status.write);
+  out.write = exec_status.write = -1;
+  int code = 0;
+  bool exec_failed = ::read(exec_status.read, &code, sizeof code) == sizeof code;
+  exec_status.close_both();
   std::string text;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) text.append(buf, n);
-  pclose(pipe);
-  int major = parse_open_mpi_major(text);
-  return major > 0 ? major : 4;
+  const auto deadline = Clock::now() + timeout;
+  bool timed_out = false;
+  while (!exec_failed) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out.read, POLLIN, 0};
+    if (poll(&p, 1, int(left)) < 0 && errno != EINTR) break;
+    char buf[4096];
+    ssize_t n = ::read(out.read, buf, sizeof buf);
+    if (n > 0) text.append(buf, size_t(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  out.close_both();
+  if (timed_out) ::kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  if (exec_failed) return std::optional<std::string>{};
+  if (timed_out) return make_error(argv[0] + " --version did not answer within " + std::to_string(timeout.count()) + " s");
+  return std::optional<std::string>{std::move(text)};
+}
+
+// "Intel MPI", "MPICH", "MVAPICH" from a foreign mpirun's --version; empty when unknown.
+std::string foreign_mpi_name(const std::string& version_output) {
+  if (version_output.find("Intel(R) MPI Library") != std::string::npos) return "Intel MPI";
+  if (version_output.find("MVAPICH") != std::string::npos) return "MVAPICH";
+  if (version_output.find("HYDRA build details") != std::string::npos ||
+      version_output.find("MPICH") != std::string::npos)
+    return "MPICH";
+  return "";
+}
+
+}  // namespace
+
+Expected<int> detect_open_mpi_major(const std::string& mpirun) {
+  auto output = capture_output({mpirun, "--version"}, std::chrono::seconds(30));
+  if (!output) return output.error();
+  // Not there: launch() says so, with how to install it.
+  if (!*output) return 4;
+  if (int major = parse_open_mpi_major(**output); major > 0) return major;
+  std::string name = foreign_mpi_name(**output);
+  std::string first = first_meaningful(split_lines(**output));
+  return make_error(mpirun + " is " + (name.empty() ? "not Open MPI" : name) +
+                    (first.empty() ? "" : " (" + first + ")") +
+                    "; xftctl builds Open MPI command lines: set XFTCTL_MPIRUN to Open MPI's mpirun "
+                    "(/usr/bin/mpirun.openmpi on Debian/Ubuntu, /usr/lib64/openmpi/bin/mpirun on RHEL/Alibaba "
+                    "Cloud Linux, /opt/amazon/openmpi/bin/mpirun with EFA)");
 }
 
 std::string local_subnet_for(const std::string& address) {
@@ -562,7 +633,9 @@ Expected<MpirunSpec> mpirun_spec_for(const RankPlan& plan, const std::vector<inv
                                      const std::string& known_hosts, std::vector<std::string> command) {
   MpirunSpec spec;
   if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) spec.mpirun = custom;
-  spec.mpi_major = detect_open_mpi_major(spec.mpirun);
+  auto major = detect_open_mpi_major(spec.mpirun);
+  if (!major) return major.error();
+  spec.mpi_major = *major;
   spec.as_root = geteuid() == 0;
   spec.command = std::move(command);
   spec.local_only = true;

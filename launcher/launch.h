@@ -88,8 +88,10 @@ bool is_state_trace_line(const std::string& line);
 // The first rank the trace shows failing; its exit code (or signal) is mpirun's exit status.
 std::optional<RankFailure> failure_from_state_trace(const std::vector<std::string>& trace, int mpirun_exit_code);
 
-// `mpirun --version` -> major version (4 when it cannot tell).
-int detect_open_mpi_major(const std::string& mpirun);
+// `mpirun --version` (run with an argv, no shell) -> Open MPI's major version;
+// 4 when mpirun is not there (launch() then says how to install it). An error
+// that says how to point XFTCTL_MPIRUN at Open MPI for any other MPI.
+Expected<int> detect_open_mpi_major(const std::string& mpirun);
 
 // The local interface's subnet ("10.1.2.0/24") that contains `address`, for
 // oob_tcp_if_include: it names the same network on every host whatever the

@@ -73,6 +73,19 @@ expect_eq "local: --dry-run prints the exact mpirun command" \
   "mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu0 -m 0 $XFTCTL rank-probe : -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu1 -m 0 $XFTCTL rank-probe" \
   "$dry"
 
+# Intel MPI's mpirun first on PATH: refused before it is handed Open MPI flags.
+mkdir -p "$work/intel-bin"
+printf '#!/bin/sh\necho "Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)"\necho "Copyright 2003-2023, Intel Corporation."\n' >"$work/intel-bin/mpirun"
+chmod +x "$work/intel-bin/mpirun"
+set +e
+err=$(PATH="$work/intel-bin:$PATH" "$XFTCTL" launch --local 2 --dry-run -- true 2>&1)
+rc=$?
+set -e
+expect_eq "local: Intel MPI's mpirun exits 1" 1 "$rc"
+expect_eq "local: Intel MPI's mpirun is refused with how to reach Open MPI" \
+  "xftctl: mpirun is Intel MPI (Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)); xftctl builds Open MPI command lines: set XFTCTL_MPIRUN to Open MPI's mpirun (/usr/bin/mpirun.openmpi on Debian/Ubuntu, /usr/lib64/openmpi/bin/mpirun on RHEL/Alibaba Cloud Linux, /opt/amazon/openmpi/bin/mpirun with EFA)" \
+  "$err"
+
 start=$SECONDS
 set +e
 err=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --timeout 60 -- sh -c \

@@ -338,5 +338,70 @@ TEST_F(LaunchThroughAgent, AgentDirectoryIsRemovedWhenMpirunCannotStart) {
     EXPECT_EQ(entry.path().filename().string().rfind("xftctl-launch.", 0), std::string::npos) << entry.path();
 }
 
+// A stub mpirun first on PATH that prints another MPI's --version banner.
+class ForeignMpirun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xft-foreign-mpi.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    old_path_ = std::getenv("PATH");
+    ::setenv("PATH", (dir_ + ":" + old_path_).c_str(), 1);
+  }
+  void TearDown() override {
+    ::setenv("PATH", old_path_.c_str(), 1);
+    std::filesystem::remove_all(dir_);
+  }
+  void stub(const std::string& banner) {
+    std::ofstream(dir_ + "/mpirun") << "#!/bin/sh\n[ \"$1\" = --version ] || exit 99\ncat <<'EOF'\n" << banner << "EOF\n";
+    ::chmod((dir_ + "/mpirun").c_str(), 0755);
+  }
+  std::string dir_, old_path_;
+};
+
+const std::string kFix =
+    "; xftctl builds Open MPI command lines: set XFTCTL_MPIRUN to Open MPI's mpirun (/usr/bin/mpirun.openmpi on "
+    "Debian/Ubuntu, /usr/lib64/openmpi/bin/mpirun on RHEL/Alibaba Cloud Linux, /opt/amazon/openmpi/bin/mpirun with "
+    "EFA)";
+
+TEST_F(ForeignMpirun, IntelMpiIsRefusedWithTheFix) {
+  stub("Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)\n"
+       "Copyright 2003-2023, Intel Corporation.\n");
+  auto major = detect_open_mpi_major("mpirun");
+  ASSERT_FALSE(major.ok());
+  EXPECT_EQ(major.error().message,
+            "mpirun is Intel MPI (Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: "
+            "c2e19c2f3e))" + kFix);
+}
+
+TEST_F(ForeignMpirun, MpichIsRefusedWithTheFix) {
+  stub("HYDRA build details:\n"
+       "    Version:                                 4.0.2\n"
+       "    Release Date:                            Thu Mar 31 10:52:53 CDT 2022\n"
+       "    Process Manager:                         pmi\n"
+       "    Launchers available:                     ssh rsh fork slurm ll lsf sge manual persist\n");
+  auto major = detect_open_mpi_major("mpirun");
+  ASSERT_FALSE(major.ok());
+  EXPECT_EQ(major.error().message, "mpirun is MPICH (HYDRA build details:)" + kFix);
+}
+
+TEST_F(ForeignMpirun, OpenMpiIsItsMajorVersion) {
+  stub("mpirun (Open MPI) 5.0.3\n\nReport bugs to https://www.open-mpi.org/community/help/\n");
+  auto major = detect_open_mpi_major("mpirun");
+  ASSERT_TRUE(major.ok()) << major.error().message;
+  EXPECT_EQ(*major, 5);
+  // A missing mpirun is left to launch(), which says how to install Open MPI.
+  EXPECT_EQ(*detect_open_mpi_major(dir_ + "/nonexistent"), 4);
+}
+
+TEST_F(ForeignMpirun, ThePathIsOneArgumentNotShellText) {
+  stub("mpirun (Open MPI) 4.1.4\n");
+  std::string marker = dir_ + "/ran";
+  auto major = detect_open_mpi_major("mpirun; touch " + marker);
+  ASSERT_TRUE(major.ok()) << major.error().message;
+  EXPECT_EQ(*major, 4);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
 }  // namespace
 }  // namespace xft::launcher
