@@ -235,8 +235,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
 }
 
 int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command, const RankRun& run) {
-  std::string mpirun = "mpirun";
-  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) mpirun = custom;
+  std::string mpirun = launcher::default_mpirun("/");
   if (auto major = launcher::detect_open_mpi_major(mpirun); !major) {
     std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), major.error().message.c_str());
     return exit_error;

@@ -524,6 +524,16 @@ std::string foreign_mpi_name(const std::string& version_output) {
 
 }  // namespace
 
+std::string default_mpirun(const std::string& root) {
+  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) return custom;
+  std::string base = root;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string efa = base + "/opt/amazon/openmpi/bin/mpirun";
+  // An absolute mpirun is also Open MPI's --prefix on the hosts: their daemons come from there too.
+  if (::access(efa.c_str(), X_OK) == 0) return efa;
+  return "mpirun";
+}
+
 Expected<int> detect_open_mpi_major(const std::string& mpirun) {
   auto output = capture_output({mpirun, "--version"}, std::chrono::seconds(30));
   if (!output) return output.error();
@@ -632,7 +642,7 @@ Expected<RankPlan> plan_local(int ranks, const std::string& sysfs_root, const Pl
 Expected<MpirunSpec> mpirun_spec_for(const RankPlan& plan, const std::vector<inventory::Host>& hosts,
                                      const std::string& known_hosts, std::vector<std::string> command) {
   MpirunSpec spec;
-  if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) spec.mpirun = custom;
+  spec.mpirun = default_mpirun("/");
   auto major = detect_open_mpi_major(spec.mpirun);
   if (!major) return major.error();
   spec.mpi_major = *major;

@@ -88,6 +88,10 @@ bool is_state_trace_line(const std::string& line);
 // The first rank the trace shows failing; its exit code (or signal) is mpirun's exit status.
 std::optional<RankFailure> failure_from_state_trace(const std::vector<std::string>& trace, int mpirun_exit_code);
 
+// The mpirun to run: $XFTCTL_MPIRUN, else AWS's EFA build
+// (ROOT/opt/amazon/openmpi/bin/mpirun) when installed, else mpirun on PATH.
+std::string default_mpirun(const std::string& root);
+
 // `mpirun --version` (run with an argv, no shell) -> Open MPI's major version;
 // 4 when mpirun is not there (launch() then says how to install it). An error
 // that says how to point XFTCTL_MPIRUN at Open MPI for any other MPI.

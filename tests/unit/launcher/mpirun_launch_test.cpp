@@ -403,5 +403,20 @@ TEST_F(ForeignMpirun, ThePathIsOneArgumentNotShellText) {
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
+TEST_F(ForeignMpirun, EfasOpenMpiIsPreferredWhenInstalled) {
+  const char* custom = std::getenv("XFTCTL_MPIRUN");
+  std::optional<std::string> saved = custom ? std::optional<std::string>(custom) : std::nullopt;
+  ::unsetenv("XFTCTL_MPIRUN");
+  EXPECT_EQ(default_mpirun(dir_), "mpirun");
+  std::filesystem::create_directories(dir_ + "/opt/amazon/openmpi/bin");
+  std::ofstream(dir_ + "/opt/amazon/openmpi/bin/mpirun") << "#!/bin/sh\n";
+  ::chmod((dir_ + "/opt/amazon/openmpi/bin/mpirun").c_str(), 0755);
+  EXPECT_EQ(default_mpirun(dir_ + "/"), dir_ + "/opt/amazon/openmpi/bin/mpirun");
+  ::setenv("XFTCTL_MPIRUN", "/usr/bin/mpirun.openmpi", 1);
+  EXPECT_EQ(default_mpirun(dir_), "/usr/bin/mpirun.openmpi");
+  if (saved) ::setenv("XFTCTL_MPIRUN", saved->c_str(), 1);
+  else ::unsetenv("XFTCTL_MPIRUN");
+}
+
 }  // namespace
 }  // namespace xft::launcher
