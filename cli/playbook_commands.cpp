@@ -1,16 +1,20 @@
 // xftctl playbook run FILE, and xftctl setup hosts (the shipped
 // playbooks/setup_hosts.yaml with variables from the inventory and the
 // control node). Output: per task, hosts with the same result on one folded
-// line (report_text.h), then the recap; --json for machines. Exit 0 / 2 (a
-// host failed) / 4 (a host unreachable).
+// line (report_text.h), then the recap; --json for machines; a progress line
+// on stderr. Exit 0 / 2 (a host failed) / 4 (a host unreachable).
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "cli/command.h"
 #include "cli/rank_launch.h"
@@ -63,16 +67,107 @@ std::set<std::string> split_tags(const std::vector<std::string>& items) {
   return tags;
 }
 
+// Where the progress line goes: redrawn in place on a terminal, a line now
+// and then with -v when stderr is a file or pipe (logs), else nowhere.
+enum class ProgressStyle { none, in_place, lines };
+
+ProgressStyle progress_style(int verbosity) {
+  if (::isatty(STDERR_FILENO)) return ProgressStyle::in_place;
+  return verbosity > 0 ? ProgressStyle::lines : ProgressStyle::none;
+}
+
+size_t terminal_columns() {
+  winsize size{};
+  // One column short: a line that fills the last column makes the terminal wrap before \r.
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) return size.ws_col - 1;
+  return 79;
+}
+
+// Each task's folded lines on stdout once every host has done it, and the
+// progress by hosts x tasks on stderr (stdout stays the report, or the one
+// JSON document).
 class LivePrinter : public playbooks::PlayObserver {
  public:
-  explicit LivePrinter(playbooks::TextOptions text) : text_(text) {}
+  LivePrinter(std::string play, playbooks::TextOptions text, bool print_tasks, ProgressStyle style)
+      : text_(text), print_tasks_(print_tasks), style_(style) {
+    progress_.play = std::move(play);
+  }
+  ~LivePrinter() override { finish(); }
+
+  void play_started(size_t tasks, size_t hosts) override {
+    std::lock_guard lock(mutex_);
+    progress_.tasks = tasks;
+    progress_.hosts = hosts;
+    if (style_ == ProgressStyle::lines) ticker_ = std::thread([this] { tick(); });
+  }
+  void task_started(const std::string& name, size_t hosts) override {
+    std::lock_guard lock(mutex_);
+    progress_.start_task(name, hosts);
+    draw(true);
+  }
+  void host_done() override {
+    std::lock_guard lock(mutex_);
+    progress_.host_done();
+    draw(false);
+  }
   void task_done(const playbooks::TaskReport& task) override {
+    std::lock_guard lock(mutex_);
+    if (!print_tasks_) return;
+    clear();
     std::fputs(playbooks::format_task(task, text_).c_str(), stdout);
     std::fflush(stdout);
+    draw(true);
+  }
+  // Clears the progress line; the report's recap follows on a clean line.
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      finished_ = true;
+      clear();
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kRedraw = std::chrono::milliseconds(100);
+  static constexpr auto kLineEvery = std::chrono::seconds(5);
+
+  // Not while connecting: a password prompt or a host-key notice is written
+  // to the terminal then, and a redrawn line would run into it. At most every
+  // kRedraw: a redraw per host would flood a slow terminal at 64 hosts.
+  void draw(bool now) {
+    if (style_ != ProgressStyle::in_place || finished_ || progress_.task == 0) return;
+    auto at = Clock::now();
+    if (!now && at - drawn_at_ < kRedraw) return;
+    drawn_at_ = at;
+    std::fprintf(stderr, "\r%s\x1b[K", playbooks::progress_line(progress_, terminal_columns()).c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void clear() {
+    if (!drawn_) return;
+    std::fputs("\r\x1b[K", stderr);
+    std::fflush(stderr);
+    drawn_ = false;
+  }
+  void tick() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kLineEvery, [this] { return finished_; }))
+      std::fprintf(stderr, "xftctl: %s\n", playbooks::progress_line(progress_, playbooks::kReportWidth).c_str());
+  }
+
   playbooks::TextOptions text_;
+  bool print_tasks_;
+  ProgressStyle style_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread ticker_;
+  playbooks::PlayProgress progress_;
+  Clock::time_point drawn_at_{};
+  bool drawn_ = false;
+  bool finished_ = false;
 };
 
 int run_and_report(const playbooks::Playbook& book, const std::vector<inventory::Host>& hosts,
@@ -83,12 +178,13 @@ int run_and_report(const playbooks::Playbook& book, const std::vector<inventory:
   settings.skip_tags = split_tags(flags.skip);
   auto transport = make_ssh_transport(reach);
   playbooks::TextOptions text{.diff = flags.diff, .per_host = verbosity > 0};
-  LivePrinter printer(text);
+  LivePrinter printer(book.name, text, !flags.json, progress_style(verbosity));
   if (!flags.json)
     std::printf("PLAY [%s] on %zu host%s%s\n", book.name.c_str(), hosts.size(), hosts.size() == 1 ? "" : "s",
                 flags.check ? " (check mode: nothing is changed)" : "");
   std::fflush(stdout);
-  auto report = playbooks::run_play(book, hosts, *transport, settings, flags.json ? nullptr : &printer);
+  auto report = playbooks::run_play(book, hosts, *transport, settings, &printer);
+  printer.finish();
   if (flags.json) std::printf("%s\n", playbooks::report_json(report).dump(2).c_str());
   else std::fputs(playbooks::format_recap(report, text).c_str(), stdout);
   std::fflush(stdout);

@@ -202,4 +202,30 @@ std::string format_recap(const PlayReport& report, const TextOptions& options) {
   return out;
 }
 
+void PlayProgress::start_task(std::string name, size_t task_hosts) {
+  if (started) {
+    units_before += hosts_done;
+    ++task;
+  }
+  started = true;
+  task_name = std::move(name);
+  hosts = task_hosts;
+  hosts_done = 0;
+}
+
+std::string progress_line(const PlayProgress& progress, size_t width) {
+  size_t units = std::max<size_t>(progress.units(), 1);
+  char head[96];
+  std::snprintf(head, sizeof head, "[%3zu%%] ", std::min<size_t>(progress.units_done() * 100 / units, 100));
+  std::string line = progress.play + " " + head;
+  if (progress.task == 0)
+    line += "connecting, " + std::to_string(progress.hosts_done) + "/" + std::to_string(progress.hosts) + " hosts";
+  else
+    line += "task " + std::to_string(progress.task) + "/" + std::to_string(progress.tasks) + ", " +
+            std::to_string(progress.hosts_done) + "/" + std::to_string(progress.hosts) + " hosts: " +
+            progress.task_name;
+  if (line.size() > width) line.resize(width);
+  return line;
+}
+
 }  // namespace xft::playbooks

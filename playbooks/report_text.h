@@ -30,4 +30,24 @@ std::string format_recap(const PlayReport& report, const TextOptions& options = 
 // ',' so that the lines joined give the whole set back.
 std::vector<std::string> fold_lines(const std::vector<std::string>& names, size_t width);
 
+// Where a run stands, for a progress line: the connection (task 0), then
+// each task the run tries; its units are hosts x tasks, the ones still ahead
+// counted with the current task's hosts (hosts that leave the play do no more).
+struct PlayProgress {
+  std::string play;
+  std::string task_name;
+  size_t task = 0, tasks = 0;        // tasks: those not left out by tag
+  size_t hosts_done = 0, hosts = 0;  // in the current task
+  size_t units_before = 0;           // host-tasks of the finished ones
+  bool started = false;
+
+  void start_task(std::string name, size_t task_hosts);
+  void host_done() { ++hosts_done; }
+  size_t units_done() const { return units_before + hosts_done; }
+  size_t units() const { return units_before + hosts * (tasks + 1 - task); }
+};
+
+// "setup hosts [ 37%] task 7/19, 40/64 hosts: MPI hostfile", cut to `width`.
+std::string progress_line(const PlayProgress& progress, size_t width);
+
 }  // namespace xft::playbooks

@@ -1,5 +1,6 @@
 #include "playbooks/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -160,8 +161,11 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
 void connect_all(std::vector<HostSlot>& slots, launcher::Transport& transport, const RunSettings& settings,
                  PlayReport& report, PlayObserver* observer) {
   TaskReport connect{"connect", "connect", 0, {}};
+  if (observer) observer->task_started("connect", slots.size());
   auto sessions = launcher::fan_out(slots, settings.fanout, [&](const HostSlot& slot) {
-    return transport.connect(slot.host);
+    auto session = transport.connect(slot.host);
+    if (observer) observer->host_done();
+    return session;
   });
   for (size_t i = 0; i < slots.size(); ++i) {
     auto& slot = slots[i];
@@ -248,6 +252,11 @@ PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& ho
     slots[i].facts.update(settings.extra_vars);
     slots[i].facts.update(host_facts(hosts[i], "", settings.check));
   }
+  if (observer) {
+    size_t tasks = std::count_if(book.tasks.begin(), book.tasks.end(),
+                                 [&](const Task& task) { return !skipped_by_tag(task, settings); });
+    observer->play_started(tasks, slots.size());
+  }
   connect_all(slots, transport, settings, report, observer);
   report.stopped = stop_reason(book, slots, false);
 
@@ -263,8 +272,11 @@ PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& ho
     for (size_t i : targets) scopes.push_back(host_scope(slots[i], slots));
     std::vector<size_t> order(targets.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    if (observer) observer->task_started(task.name, targets.size());
     auto results = launcher::fan_out(order, settings.fanout, [&](size_t k) {
-      return run_on_host(task, slots[targets[k]], scopes[k], settings);
+      auto result = run_on_host(task, slots[targets[k]], scopes[k], settings);
+      if (observer) observer->host_done();
+      return result;
     });
 
     TaskReport done{task.name, kind_name(task.kind), task.line, {}};

@@ -54,10 +54,16 @@ struct PlayReport {
   bool any_unreachable() const;
 };
 
-// Told about each step as soon as it is done (for live output).
+// Told about each step as it goes (for live output and progress): the
+// connection, then each task the play tries.
 class PlayObserver {
  public:
   virtual ~PlayObserver() = default;
+  // `tasks`: those not left out by tag; the play may stop before them all.
+  virtual void play_started(size_t /*tasks*/, size_t /*hosts*/) {}
+  virtual void task_started(const std::string& /*name*/, size_t /*hosts*/) {}
+  // One host finished the current task; called from the fan-out's threads.
+  virtual void host_done() {}
   virtual void task_done(const TaskReport& task) = 0;
 };
 

@@ -1,6 +1,6 @@
 // The human report: hosts with the same outcome folded into one nodeset line,
 // folded recap rows, host lists wrapped to the report width, the per-host
-// view.
+// view, and the progress line.
 #include "playbooks/report_text.h"
 
 #include <gtest/gtest.h>
@@ -195,6 +195,32 @@ TEST(ReportText, NineteenTasksOnSixtyFourHostsFitAHundredColumnsAndSixtyLines) {
   EXPECT_EQ("  changed: node[01-64]: /etc/f: created", lines[4]);
   EXPECT_EQ("  skipped: node[01-64]", lines[6]);
   EXPECT_EQ("  node[01-64]  ok=7 changed=6 failed=0 unreachable=0 skipped=6", lines.back());
+}
+
+TEST(ReportText, ProgressLineCountsHostsTimesTasks) {
+  PlayProgress progress;
+  progress.play = "setup hosts";
+  progress.tasks = 3;
+  progress.start_task("connect", 4);
+  for (int i = 0; i < 4; ++i) progress.host_done();
+  EXPECT_EQ("setup hosts [ 25%] connecting, 4/4 hosts", progress_line(progress, 100));
+  progress.start_task("MPI hostfile", 4);
+  progress.host_done();
+  EXPECT_EQ("setup hosts [ 31%] task 1/3, 1/4 hosts: MPI hostfile", progress_line(progress, 100));
+  EXPECT_EQ("setup hosts [ 31%] task 1/3, 1/4", progress_line(progress, 32));
+  // a host left the play: what is ahead is counted with the hosts still in it
+  for (int i = 0; i < 3; ++i) progress.host_done();
+  progress.start_task("env", 3);
+  progress.host_done();
+  progress.host_done();
+  progress.host_done();
+  progress.start_task("last", 3);
+  progress.host_done();
+  progress.host_done();
+  progress.host_done();
+  EXPECT_EQ(14u, progress.units_done());
+  EXPECT_EQ(14u, progress.units());
+  EXPECT_EQ("setup hosts [100%] task 3/3, 3/3 hosts: last", progress_line(progress, 100));
 }
 
 }  // namespace
