@@ -1072,6 +1072,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   ranks->add_flag("--profile", options->profile, "per-layer compute and allreduce time of every rank, and the communication share");
   ranks->add_flag("--dry-run", options->dry_run, "print the mpirun command instead of running it");
   add_plan_flags(*qwen, options->plan);
+  add_env_flag(*qwen, options->plan);
   add_reach_flags(*qwen, options->reach);
   qwen->add_flag("--rank-worker", options->rank_worker)->group("");
   qwen->add_flag("--require-api-key", options->require_api_key)->group("");
