@@ -982,7 +982,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   auto* qwen = run->add_subcommand(
       "qwen", "Qwen1/2/2.5/3: answer a prompt, chat, dump logits or benchmark");
   auto* source = qwen->add_option_group("model source");
-  source->add_option("--model", options->model_dir, "Hugging Face checkpoint directory");
+  source->add_option("-m,--model", options->model_dir, "Hugging Face checkpoint directory");
   source->add_option("--fake-model", options->fake_model,
                      "preset (qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, qwen2.5-72b, qwen3-0.6b, "
                      "qwen-72b) or a config.json, filled with deterministic weights");
@@ -995,15 +995,15 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   qwen->add_option("--kv-dtype", options->kv_dtype, "KV cache format")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
-  qwen->add_option("--threads", options->threads, "worker threads (default: the cpus allowed)")
+  qwen->add_option("-t,--threads", options->threads, "worker threads (default: the cpus allowed)")
       ->check(CLI::PositiveNumber);
   qwen->add_option("--cpus", options->cpus, "pin threads to these cpus, e.g. 0-3,8");
-  qwen->add_option("--max-context", options->max_context,
+  qwen->add_option("-c,--max-context", options->max_context,
                    "KV cache positions per sequence (default min(max_position_embeddings, 8192))")
       ->check(CLI::PositiveNumber);
 
   auto* mode = qwen->add_option_group("mode");
-  mode->add_option("--prompt", options->prompt, "answer this prompt, streaming");
+  mode->add_option("-p,--prompt", options->prompt, "answer this prompt, streaming");
   mode->add_flag("--chat", options->chat, "interactive chat on stdin (/reset, /exit)");
   mode->add_option("--prompt-ids", options->prompt_ids,
                    "token ids 1,2,3 for --dump-logits (no sampling)");
@@ -1037,7 +1037,7 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   qwen->add_option("--system", options->system, "system message (default: Qwen's)");
   qwen->add_option("--dump-logits", options->dump_logits,
                    "with --prompt-ids: write int32 n_tokens, int32 n_vocab, float32 logits");
-  qwen->add_option("--max-new-tokens", options->max_new_tokens)->capture_default_str()
+  qwen->add_option("-n,--max-new-tokens", options->max_new_tokens)->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   qwen->add_option("--temperature", options->temperature)->capture_default_str()
       ->check(CLI::NonNegativeNumber);

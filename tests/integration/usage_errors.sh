@@ -21,6 +21,11 @@ expect_usage 'xftctl: check fabric: unknown option `--no-pair` (did you mean `--
 expect_usage 'xftctl: exec: `-r` is not an option of exec (put the command to run after `--`, e.g. `xftctl exec -- uname -r`)' exec uname -r
 expect_usage 'xftctl: run: give a command (qwen)' run
 
+# llama.cpp's short forms reach run qwen's options: the model dir is what is wrong here, not the line.
+xft run qwen -m "$TEST_TMP/no-model" -p hi -n 4 -c 128 -t 1
+assert_eq 1 "$RC" "run qwen with short forms and a missing model"
+assert_eq "xftctl: run qwen: $TEST_TMP/no-model/config.json: missing (is $TEST_TMP/no-model a Hugging Face model directory?)" "$ERR" "the error names the model"
+
 xft --help
 assert_eq 0 "$RC" "--help exit code"
 assert_contains "$OUT" "inventory" "--help lists the commands"
