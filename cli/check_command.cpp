@@ -175,7 +175,7 @@ std::string fabric_address(const HostProbe& probe) {
 }
 
 PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
-  PairRun pair{from.host.name, to.host.name, std::nullopt, ""};
+  PairRun pair{from.host.name, to.host.name, std::nullopt, "", ""};
   std::string provider = provider_of(flags, from.host);
   launcher::RunOptions options;
   options.timeout = std::chrono::seconds(flags.pair_timeout_s * 3 + 60);

@@ -50,7 +50,7 @@ Expected<PlannedRanks> plan_this_machine(const PlanFlags& flags, const launcher:
   host.facts = std::move(*facts);
   auto plan = launcher::plan_ranks({host}, options);
   if (!plan) return plan.error();
-  return PlannedRanks{std::move(*plan), {}};
+  return PlannedRanks{std::move(*plan), {}, {}};
 }
 
 Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
@@ -73,7 +73,7 @@ Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags
   }
   auto plan = launcher::plan_ranks(std::move(plan_hosts), options);
   if (!plan) return plan.error();
-  return PlannedRanks{std::move(*plan), std::move(*hosts)};
+  return PlannedRanks{std::move(*plan), std::move(*hosts), {}};
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, cons
   if (flags.local_ranks > 0) {
     auto plan = launcher::plan_local(flags.local_ranks, flags.sysfs_root, *options);
     if (!plan) return plan.error();
-    planned = PlannedRanks{std::move(*plan), {}};
+    planned = PlannedRanks{std::move(*plan), {}, {}};
   } else if (flags.local) {
     planned = plan_this_machine(flags, *options);
   } else {

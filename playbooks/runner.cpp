@@ -123,7 +123,7 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
     result.msg = args.error().message;
     return result;
   }
-  TaskEnv env{*slot.session};
+  TaskEnv env{*slot.session, false, false, {}, {}, nullptr};
   env.check = settings.check && task.check_mode;
   env.diff = settings.diff && !task.no_log;
   env.templates_dir = settings.templates_dir;
