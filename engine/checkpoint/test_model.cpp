@@ -1,6 +1,10 @@
 #include "engine/checkpoint/test_model.h"
 
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -326,12 +330,17 @@ Expected<std::vector<WrittenFile>> write_test_model(const std::string& out_dir,
   if (!valid) return valid.error();
   fs::path out = fs::path(out_dir).lexically_normal();
   if (out.filename().empty()) out = out.parent_path();  // "dir/" -> "dir"
-  fs::path temp = out.string() + ".xftctl-tmp." + std::to_string(::getpid());
+  // A private directory with an unguessable name: nobody can plant links in it
+  // while the files are written (they are opened without O_NOFOLLOW).
   std::error_code ec;
-  fs::remove_all(temp, ec);
-  fs::create_directories(temp, ec);
-  if (ec) return make_error("cannot create " + temp.string() + ": " + ec.message());
+  if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
+  std::string temp_name = out.string() + ".xftctl-tmp.XXXXXX";
+  if (!::mkdtemp(temp_name.data())) return make_error("cannot create " + temp_name + ": " + std::strerror(errno));
+  fs::path temp = temp_name;
   auto written = write_model_files(temp, spec, options);
+  // mkdtemp made it 0700; a model directory is for every user of the machine.
+  if (written && ::chmod(temp.c_str(), 0755) != 0)
+    written = make_error("cannot chmod " + temp.string() + ": " + std::strerror(errno));
   if (written) written = move_into_place(temp, out, options.replace_existing);
   if (!written) {
     fs::remove_all(temp, ec);
