@@ -351,7 +351,9 @@ class SshSession : public RemoteSession {
     // A bind-mounted target (a container's /etc/hosts, our test hosts') cannot
     // be replaced by rename (EBUSY): rewrite it in place, then drop the temp.
     if (moved->exit_status != 0 && moved->err.find("busy") != std::string::npos)
-      moved = run("cat -- " + shell_quote(from) + " > " + shell_quote(to) + " && rm -f -- " + shell_quote(from), {});
+      moved = run("test ! -L " + shell_quote(to) + " && cat -- " + shell_quote(from) + " > " + shell_quote(to) +
+                      " && rm -f -- " + shell_quote(from),
+                  {});
     if (!moved) return moved.error();
     if (moved->exit_status != 0)
       return RemoteError{Failure::other, label_ + ": cannot rename " + from + " onto " + to + ": " +
