@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -203,7 +204,21 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
   return run_ranks(planned->plan, *mpirun, run);
 }
 
-int run_control(const Context& ctx, const BenchFlags& f) {
+// oneCCL users set CCL_ALLREDUCE; with no --algo it is the selection to run.
+// Every oneCCL-only name in it is said once, with what runs instead.
+void adopt_oneccl_selection(BenchFlags& f) {
+  if (f.algos.empty() && !f.check)
+    if (const char* env = std::getenv("CCL_ALLREDUCE"); env && *env) {
+      f.algos = {env};
+      std::fprintf(stderr, "xftctl: bench allreduce: --algo from CCL_ALLREDUCE=%s\n", env);
+    }
+  for (const auto& a : f.algos)
+    for (const auto& note : comm::oneccl_alias_notes(a))
+      std::fprintf(stderr, "xftctl: bench allreduce: %s\n", note.c_str());
+}
+
+int run_control(const Context& ctx, BenchFlags& f) {
+  adopt_oneccl_selection(f);
   if (auto ok = validate(f); !ok) {
     std::fprintf(stderr, "xftctl: bench allreduce: %s\n", ok.error().message.c_str());
     return exit_error;

@@ -23,6 +23,35 @@ constexpr NamedAlgorithm kAlgorithms[] = {
     {Algorithm::hier, "hier"},
 };
 
+// oneCCL's allreduce algorithms (CCL_ALLREDUCE) this project has no algorithm
+// of the same name for, each with its closest one and why.
+struct OnecclAlias {
+  const char* name;
+  Algorithm algo;
+  const char* why;
+};
+
+constexpr OnecclAlias kOnecclAliases[] = {
+    {"2d", Algorithm::hier, "reduce inside each host, then across hosts"},
+    {"topo", Algorithm::hier, "topology-aware: inside each host, then across hosts"},
+    {"nreduce", Algorithm::rabenseifner, "reduce-scatter then allgather"},
+    {"double_tree", Algorithm::recursive_doubling, "logarithmic steps for small messages"},
+    {"starlike", Algorithm::direct, "every rank exchanges with every other"},
+    {"ring_rma", Algorithm::ring, "the same ring without one-sided writes"},
+};
+
+const OnecclAlias* find_alias(const std::string& name) {
+  for (const auto& alias : kOnecclAliases)
+    if (name == alias.name) return &alias;
+  return nullptr;
+}
+
+std::optional<Algorithm> parse_algorithm_or_alias(const std::string& name) {
+  if (auto algo = parse_algorithm(name)) return algo;
+  if (const OnecclAlias* alias = find_alias(name)) return alias->algo;
+  return std::nullopt;
+}
+
 std::string trim(const std::string& text) {
   size_t begin = text.find_first_not_of(" \t");
   if (begin == std::string::npos) return "";
@@ -109,7 +138,7 @@ Expected<Selection> Selection::parse(const std::string& text) {
     if (entry.empty()) continue;
     size_t colon = entry.find(':');
     std::string name = trim(entry.substr(0, colon));
-    auto algo = parse_algorithm(name);
+    auto algo = parse_algorithm_or_alias(name);
     if (!algo)
       return make_error("unknown allreduce algorithm '" + name + "' in '" + text +
                         "' (known: " + known_names() + ")");
@@ -131,6 +160,23 @@ Expected<Selection> Selection::parse(const std::string& text) {
   }
   if (rules.empty()) return make_error("empty allreduce selection '" + text + "'");
   return Selection(std::move(rules));
+}
+
+std::vector<std::string> oneccl_alias_notes(const std::string& text) {
+  std::vector<std::string> notes;
+  std::vector<std::string> seen;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t semi = text.find(';', start);
+    std::string entry = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+    start = semi == std::string::npos ? text.size() : semi + 1;
+    std::string name = trim(entry.substr(0, entry.find(':')));
+    const OnecclAlias* alias = find_alias(name);
+    if (!alias || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    notes.push_back("oneCCL's `" + name + "` runs as `" + algorithm_name(alias->algo) + "` (" + alias->why + ")");
+  }
+  return notes;
 }
 
 Algorithm Selection::pick(size_t bytes) const {

@@ -16,6 +16,10 @@ enum class Algorithm { mpi, ring, recursive_doubling, rabenseifner, direct, shm,
 
 const char* algorithm_name(Algorithm algo);
 std::optional<Algorithm> parse_algorithm(const std::string& name);
+// oneCCL's algorithm names that have no algorithm of that name here map to the
+// closest one ("2d" -> hier); selections accept them. One note per such name in
+// TEXT, saying what runs instead: "oneCCL's `2d` runs as `hier` (...)".
+std::vector<std::string> oneccl_alias_notes(const std::string& text);
 // Every algorithm, MPI's own first (it is the baseline the others are compared with).
 const std::vector<Algorithm>& all_algorithms();
 

@@ -127,6 +127,17 @@ err=$(bench --local 2 --algo 'ring:0-10;warp:11-max' 2>&1 >/dev/null); code=$?
 set -e
 [[ $code == 1 && $(wc -l <<<"$err") == 1 && $err == *"unknown allreduce algorithm 'warp'"* ]] || fail "bad --algo: $err"
 
+# The seed's CCL_ALLREDUCE, with oneCCL-only names, read from the environment when --algo is not given.
+seed="recursive_doubling:0-16384;2d:16385-524288;nreduce:524289-max"
+CCL_ALLREDUCE=$seed bench --local 2 -b 4K -e 1M -f 16 >"$work/ccl.txt" 2>"$work/ccl.err" ||
+  { cat "$work/ccl.txt" "$work/ccl.err"; fail "CCL_ALLREDUCE=$seed"; }
+expected="xftctl: bench allreduce: --algo from CCL_ALLREDUCE=$seed
+xftctl: bench allreduce: oneCCL's \`2d\` runs as \`hier\` (reduce inside each host, then across hosts)
+xftctl: bench allreduce: oneCCL's \`nreduce\` runs as \`rabenseifner\` (reduce-scatter then allgather)"
+[[ $(cat "$work/ccl.err") == "$expected" ]] || fail "CCL_ALLREDUCE notes: $(cat "$work/ccl.err")"
+grep -q "^# algorithm: $seed, dtype: float32" "$work/ccl.txt" || fail "the selection from CCL_ALLREDUCE is not the one run"
+[[ $(awk '$1 ~ /^[0-9]+$/ && $7 != 0' "$work/ccl.txt") == "" ]] || fail "wrong results under CCL_ALLREDUCE: $(cat "$work/ccl.txt")"
+
 sleep 1
 [[ $(segments) == "$segments_before" ]] || { ls -l /dev/shm; fail "shm segments left behind"; }
 echo "bench_allreduce: ok"

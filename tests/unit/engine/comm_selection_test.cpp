@@ -26,6 +26,23 @@ TEST(CommSelection, ParsesOnecclSyntaxAndPicksBySize) {
   EXPECT_EQ(s->str(), "recursive_doubling:0-16384;ring:16385-max");
 }
 
+// The seed's CCL_ALLREDUCE: oneCCL-only names run as the closest algorithm here.
+TEST(CommSelection, OnecclOnlyNamesMapToTheClosestAlgorithm) {
+  const std::string seed = "recursive_doubling:0-16384;2d:16385-524288;nreduce:524289-max";
+  auto s = Selection::parse(seed);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->str(), "recursive_doubling:0-16384;hier:16385-524288;rabenseifner:524289-max");
+  EXPECT_EQ(s->pick(100000), Algorithm::hier);
+  EXPECT_EQ(s->pick(1 << 20), Algorithm::rabenseifner);
+  EXPECT_EQ(oneccl_alias_notes(seed),
+            (std::vector<std::string>{
+                "oneCCL's `2d` runs as `hier` (reduce inside each host, then across hosts)",
+                "oneCCL's `nreduce` runs as `rabenseifner` (reduce-scatter then allgather)"}));
+  EXPECT_TRUE(oneccl_alias_notes("ring:0-4K;2d:4097-max;2d:0-1").size() == 1u) << "one note per name";
+  EXPECT_TRUE(oneccl_alias_notes("ring;direct").empty());
+  EXPECT_FALSE(parse_algorithm("2d")) << "algorithm names stay this project's own";
+}
+
 TEST(CommSelection, BareNameCoversEverySize) {
   auto s = Selection::parse("shm");
   ASSERT_TRUE(s);
