@@ -11,38 +11,17 @@
 #include "engine/model/generate.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/step_plan.h"
+#include "tests/unit/engine/serve_test_support.h"
 
 namespace xft::engine::serve {
 namespace {
 
 constexpr int kContext = 256;
 
-struct TinyModel {
-  std::unique_ptr<WeightSource> weights;
-  std::unique_ptr<Model> model;
-};
+using testing::prompt_of;
+using testing::TinyModel;
 
-TinyModel tiny_model() {
-  TestModelSpec spec;
-  spec.seed = 11;
-  TinyModel t;
-  t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
-  ModelOptions options;
-  options.dtype = WeightFormat::bf16;
-  options.threads = 2;
-  options.max_context = kContext;
-  options.batch_invariant = true;
-  auto model = Model::load(*t.weights, options);
-  EXPECT_TRUE(model.ok()) << model.error().message;
-  t.model = std::move(*model);
-  return t;
-}
-
-std::vector<int32_t> prompt_of(int length, int salt) {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < length; ++i) ids.push_back((salt * 7919 + i * 104729) % 151000);
-  return ids;
-}
+TinyModel tiny_model() { return testing::tiny_model(11, true, kContext); }
 
 SamplingParams sampling_for(int i) {
   SamplingParams s;

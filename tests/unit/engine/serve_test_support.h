@@ -1,0 +1,44 @@
+// The small deterministic model and prompts the serving tests batch.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "engine/checkpoint/test_model.h"
+#include "engine/checkpoint/weights.h"
+#include "engine/model/model.h"
+
+namespace xft::engine::serve::testing {
+
+struct TinyModel {
+  std::unique_ptr<WeightSource> weights;
+  std::unique_ptr<Model> model;
+};
+
+// The test model of SEED, bf16, 2 threads.
+inline TinyModel tiny_model(uint64_t seed, bool batch_invariant, int max_context) {
+  TestModelSpec spec;
+  spec.seed = seed;
+  TinyModel t;
+  t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
+  ModelOptions options;
+  options.dtype = WeightFormat::bf16;
+  options.threads = 2;
+  options.max_context = max_context;
+  options.batch_invariant = batch_invariant;
+  auto model = Model::load(*t.weights, options);
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  t.model = std::move(*model);
+  return t;
+}
+
+// LENGTH token ids that differ with SALT.
+inline std::vector<int32_t> prompt_of(int length, int salt) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < length; ++i) ids.push_back((salt * 7919 + i * 104729) % 151000);
+  return ids;
+}
+
+}  // namespace xft::engine::serve::testing
