@@ -13,7 +13,7 @@
 #include "inventory/ansible.h"
 #include "inventory/grammar.h"
 #include "inventory/load.h"
-#include "tests/unit/inventory/hostile_corpus.h"
+#include "tests/unit/hostile_corpus.h"
 
 using namespace xft::inventory;
 using xft::testing::describe_row;

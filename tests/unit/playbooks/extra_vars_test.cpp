@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "inventory/grammar.h"
-#include "tests/unit/inventory/hostile_corpus.h"
+#include "tests/unit/hostile_corpus.h"
 
 using xft::playbooks::parse_extra_vars;
 
