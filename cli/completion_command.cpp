@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/command_tree.h"
 #include "common/atomic_file.h"
 
 namespace xft::cli {
@@ -18,27 +19,10 @@ struct CommandNode {
   const CLI::App* app;
 };
 
-bool visible(const CLI::App* app) { return !app->get_name().empty() && !app->get_group().empty(); }
-
-void add_options_of(const CLI::App* app, std::vector<const CLI::Option*>& out) {
-  for (const CLI::Option* option : app->get_options()) {
-    bool named = !option->get_lnames().empty() || !option->get_snames().empty();  // not a positional
-    if (named && !option->get_group().empty()) out.push_back(option);
-  }
-  for (const CLI::App* group : app->get_subcommands({}))
-    if (group->get_name().empty()) add_options_of(group, out);
-}
-
-std::vector<const CLI::Option*> options_of(const CLI::App* app) {
-  std::vector<const CLI::Option*> out;
-  add_options_of(app, out);
-  return out;
-}
-
 void collect(const CLI::App* app, const std::string& path, std::vector<CommandNode>& out) {
   out.push_back({path, app});
-  for (const CLI::App* sub : app->get_subcommands({}))
-    if (visible(sub)) collect(sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+  for (const CLI::App* sub : visible_subcommands(app))
+    collect(sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
 }
 
 std::vector<CommandNode> command_tree(const CLI::App* root) {
@@ -56,9 +40,8 @@ const CLI::App* root_of(const CLI::App* app) {
 std::string completion_words(const CLI::App* app) {
   std::string words;
   auto add = [&](const std::string& word) { words += (words.empty() ? "" : " ") + word; };
-  for (const CLI::App* sub : app->get_subcommands({}))
-    if (visible(sub)) add(sub->get_name());
-  for (const CLI::Option* option : options_of(app)) {
+  for (const CLI::App* sub : visible_subcommands(app)) add(sub->get_name());
+  for (const CLI::Option* option : visible_options(app)) {
     for (const auto& name : option->get_lnames()) add("--" + name);
     for (const auto& name : option->get_snames()) add("-" + name);
   }
@@ -126,7 +109,7 @@ std::string man_page(const CLI::App* root) {
       "an OpenAI\\-compatible server and allreduce benchmarks.\n";
   for (const auto& node : command_tree(root)) {
     out += node.path.empty() ? ".SH GLOBAL OPTIONS\n" : ".SH " + roff("xftctl " + node.path) + "\n" + roff(node.app->get_description()) + "\n";
-    for (const CLI::Option* option : options_of(node.app))
+    for (const CLI::Option* option : visible_options(node.app))
       out += ".TP\n.B " + roff(option_synopsis(option)) + "\n" + roff(option->get_description()) + "\n";
   }
   out +=

@@ -3,6 +3,7 @@
 #include <set>
 #include <vector>
 
+#include "cli/command_tree.h"
 #include "inventory/yaml_errors.h"
 
 namespace xft::cli {
@@ -36,25 +37,16 @@ std::string help_of(const CLI::App* command) {
 
 std::vector<std::string> subcommand_names(const CLI::App* command) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : command->get_subcommands({}))
-    if (!sub->get_name().empty() && !sub->get_group().empty()) names.push_back(sub->get_name());
+  for (const CLI::App* sub : visible_subcommands(command)) names.push_back(sub->get_name());
   return names;
-}
-
-void add_long_names(const CLI::App* command, std::vector<std::string>& names) {
-  for (const CLI::Option* option : command->get_options()) {
-    if (option->get_group().empty()) continue;  // hidden
-    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
-  }
-  // Option groups are nameless child apps that hold options of this command.
-  for (const CLI::App* group : command->get_subcommands({}))
-    if (group->get_name().empty()) add_long_names(group, names);
 }
 
 // The long options valid at `command`: its own and those its parents pass down.
 std::vector<std::string> long_option_names(const CLI::App* command) {
   std::vector<std::string> names;
-  for (; command; command = command->get_parent()) add_long_names(command, names);
+  for (; command; command = command->get_parent())
+    for (const CLI::Option* option : visible_options(command))
+      for (const auto& name : option->get_lnames()) names.push_back("--" + name);
   return names;
 }
 
