@@ -33,7 +33,7 @@ json() { jq -Rn --arg v "$1" '$v'; }
 # strings are YAML double-quoted scalars, so the value arrives byte for byte).
 write_inventory() {
   local field=$1 value v key user=root shared=/mnt iface=eth0 provider='"tcp;ofi_rxm"'
-  local port=22 ranks=1 password_env="" name1=h01 address1=$HOST_H01_ADDR nfs=""
+  local port=22 ranks=1 password_env="" name1=h01 address1=$HOST_H01_ADDR nfs="" env=""
   v=$(json "$2")
   key=$(json "$CLUSTER_KEY")
   case $field in
@@ -42,6 +42,7 @@ write_inventory() {
     shared) shared=$v ;;
     fabric.iface) iface=$v ;;
     fabric.provider) provider=$v ;;
+    fabric.env) env=", env: {XFT_HOSTILE: $v}" ;;
     port) port=$v ;;
     ranks) ranks=$v ;;
     password_env) password_env=$v ;;
@@ -58,7 +59,7 @@ write_inventory() {
     echo "  port: $port"
     echo "  ranks: $ranks"
     echo "  shared: $shared"
-    echo "  fabric: {provider: $provider, iface: $iface}"
+    echo "  fabric: {provider: $provider, iface: $iface$env}"
     echo "hosts:"
     echo "  - {name: $name1, address: $address1}"
     echo "  - {name: h02, address: $HOST_H02_ADDR}"
@@ -149,6 +150,15 @@ literal_provider() {  # VALUE: the ranks' FI_PROVIDER is exactly the value
   assert_contains "$OUT" "[$1]" "FI_PROVIDER seen by a rank"
 }
 
+literal_fabric_env() {  # VALUE: one argument of mpirun's -x, the ranks' XFT_HOSTILE exactly
+  write_inventory fabric.env "$1"
+  xinv launch --dry-run -- true
+  assert_eq 0 "$RC" "launch --dry-run with fabric.env=$1; err: $ERR"
+  xinv launch --timeout 120 -- sh -c 'printf "[%s]\n" "$XFT_HOSTILE"'
+  assert_eq 0 "$RC" "launch with fabric.env=$1; err: $ERR"
+  assert_contains "$OUT" "[$1]" "XFT_HOSTILE seen by a rank"
+}
+
 literal_nfs() {  # FIELD VALUE: accepted, and the planned /etc/exports line carries it
   write_inventory "$1" "$2"
   xinv inventory validate
@@ -186,6 +196,7 @@ literal_row() {  # FIELD VALUE
     shared) literal_shared "$2" ;;
     key) literal_key "$2" ;;
     fabric.provider) literal_provider "$2" ;;
+    fabric.env) literal_fabric_env "$2" ;;
     nfs.*) literal_nfs "$1" "$2" ;;
     extra_var) literal_extra_var "$2" ;;
     sync_dest) literal_sync_dest "$2" ;;

@@ -73,6 +73,16 @@ Placement in_fabric(const std::string& key, const std::string& value, std::funct
           static_cast<int>(prefix.size()) + 1, [read](const Inventory& inventory) { return read(first(inventory)); }};
 }
 
+// fabric.env rows are the value of one variable, XFT_HOSTILE.
+Placement in_fabric_env(const std::string& value) {
+  std::string prefix = "  fabric: {env: {XFT_HOSTILE: ";
+  return {"defaults:\n" + prefix + yaml_quoted(value) + "}}\n" + one_host, "defaults.fabric.env.XFT_HOSTILE", 2,
+          static_cast<int>(prefix.size()) + 1, [](const Inventory& inventory) {
+            const auto& env = first(inventory).fabric.env;
+            return env.size() == 1 && env[0].first == "XFT_HOSTILE" ? env[0].second : std::string("<no XFT_HOSTILE>");
+          }};
+}
+
 // nfs: needs a server host; options need an export (the host has no shared path).
 Placement in_nfs(const std::string& key, const std::string& value, std::function<std::string(const Nfs&)> read) {
   std::string yaml = one_host + "nfs:\n  server: h01\n";
@@ -96,6 +106,7 @@ std::optional<Placement> place(const std::string& field, const std::string& valu
   if (field == "password_env") return in_defaults("password_env", value, [](H h) { return h.credentials.password_env; });
   if (field == "fabric.iface") return in_fabric("iface", value, [](H h) { return h.fabric.iface; });
   if (field == "fabric.provider") return in_fabric("provider", value, [](H h) { return h.fabric.provider; });
+  if (field == "fabric.env") return in_fabric_env(value);
   if (field == "nfs.options") return in_nfs("options", value, [](const Nfs& n) { return n.options; });
   if (field == "nfs.export") return in_nfs("export", value, [](const Nfs& n) { return n.export_path; });
   if (field == "name")
@@ -133,7 +144,7 @@ std::optional<std::string> ini_quoted(const std::string& value) {
 }
 
 std::set<std::string> inventory_fields() {
-  return {"user", "key", "shared", "fabric.iface", "fabric.provider", "port", "ranks", "password_env",
+  return {"user", "key", "shared", "fabric.iface", "fabric.provider", "fabric.env", "port", "ranks", "password_env",
           "nfs.options", "nfs.export", "name", "address"};
 }
 
