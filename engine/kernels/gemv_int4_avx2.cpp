@@ -13,9 +13,10 @@
 // the same order (each input gets bit for bit its result alone).
 #include <immintrin.h>
 
-#include <vector>
+#include <algorithm>
 
 #include "engine/kernels/linear_internal.h"
+#include "engine/kernels/quant_int4.h"
 
 #define XFT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -43,82 +44,96 @@ XFT_AVX2 inline __m256i half_unit(const uint8_t* bytes) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
 }
 
-// A row's group scales as float, 8 at a time (one vcvtph2ps), and the zero
-// points' share Σ_g s_g · z_g · Σx_g of each input, 8 groups per FMA: the
-// per-group scalar conversions would cost a third of a 128-slot group's work.
-template <int M>
-XFT_AVX2 void row_scales(const PackedWeight& w, int r, const float* sums, float* scale, float* zero_share) {
-  const uint16_t* s16 = w.group_scale.data() + static_cast<size_t>(r) * w.groups;
-  const uint8_t* z8 = w.group_zero.data() + static_cast<size_t>(r) * w.groups;
-  __m256 share[M];
-  #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) share[j] = _mm256_setzero_ps();
-  int g = 0;
-  for (; g + 8 <= w.groups; g += 8) {
-    const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + g)));
-    _mm256_storeu_ps(scale + g, s);
-    const __m256 z = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(z8 + g))));
-    const __m256 sz = _mm256_mul_ps(s, z);
-    #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) {
-      share[j] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(sums + static_cast<size_t>(j) * w.groups + g), share[j]);
-    }
+// Packed row r, or the last row for the lanes of a block past the end (their
+// results are not stored).
+inline const uint8_t* block_row(const PackedWeight& w, int r) { return w.int4_row(r < w.out ? r : w.out - 1); }
+
+// Pair sums of one row's group against one input (int16 lanes, at most 4 pairs
+// of 15 · 127 each), widened to int32 by vpmaddwd: the group's exact integer
+// dot product, spread over 8 lanes.
+template <int FULL, bool HALF>
+XFT_AVX2 inline __m256i group_dot(const uint8_t* bytes, const __m256i* xv) {
+  const __m256i low4 = _mm256_set1_epi8(15);
+  __m256i pairs = _mm256_setzero_si256();
+  #pragma GCC unroll 2
+  for (int u = 0; u < FULL; ++u) {
+    const __m256i v = load32(bytes + 32 * u);
+    const __m256i lo = _mm256_and_si256(v, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    pairs = _mm256_add_epi16(pairs, _mm256_add_epi16(_mm256_maddubs_epi16(lo, xv[2 * u]), _mm256_maddubs_epi16(hi, xv[2 * u + 1])));
   }
-  #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) zero_share[j] = hsum(share[j]);
-  for (; g < w.groups; ++g) {
-    scale[g] = _cvtsh_ss(s16[g]);
-    const float sz = scale[g] * static_cast<float>(z8[g]);
-    #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) zero_share[j] += sz * sums[static_cast<size_t>(j) * w.groups + g];
-  }
+  if (HALF) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(half_unit(bytes + 32 * FULL), xv[2 * FULL]));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// FULL >= 0: the group's 64-slot units and HALF its 32-slot tail known at
-// compile time, so the loop over a group's units unrolls away.
+// Groups of up to 128 slots (GPTQ/AWQ's 32, 64, 128; FULL 64-slot units and
+// HALF a 32-slot tail known at compile time), eight rows r0 .. r0 + 7 at once.
+// First each row's groups in turn (the block is read in address order, one
+// stream the hardware prefetcher follows) into its integer dots; then per
+// group and input the eight rows' dots are summed across lanes (vphaddd) into
+// one vector, lane i = row r0 + i, so the float work (one convert, one FMA by
+// s · sx, one FMA for the zero points' s · z · Σx) is shared by eight rows,
+// the eight rows' scales and zeros come in one load each (their blocked
+// layout) and nothing is reduced per row at the end. Lane i's arithmetic
+// depends on row r0 + i and the input alone: the same whatever m or the row
+// range.
 template <int M, int FULL, bool HALF>
-XFT_AVX2 void row_small_groups(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
-                               float* scale, float* y, int r) {
-  const uint8_t* row = w.int4_row(r);
-  const __m256i low4 = _mm256_set1_epi8(15);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[M];
-  float zero_share[M];
-  row_scales<M>(w, r, sums, scale, zero_share);
+XFT_AVX2 void block_small_groups(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
+                                 float* y, int r0, int rb, int re) {
+  constexpr int kChunk = 96 / M;  // groups per pass: a pass's dots stay in L1 (24 KiB)
+  constexpr int kXVectors = 2 * FULL + (HALF ? 1 : 0);
+  const uint16_t* s16 = w.group_scale.data() + int4_param_index(w, r0, 0);
+  const uint8_t* z8 = w.group_zero.data() + int4_param_index(w, r0, 0);
+  const size_t group_bytes = static_cast<size_t>(w.group_len) / 2;
+  __m256 acc[M], zero_share[M];
   #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) acc[j] = _mm256_setzero_ps();
-  for (int g = 0; g < w.groups; ++g) {
-    const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
-    const int8_t* xg = x + static_cast<size_t>(g) * w.group_len;
-    __m256i pairs[M];
-    #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) pairs[j] = _mm256_setzero_si256();
-    #pragma GCC unroll 2
-    for (int u = 0; u < FULL; ++u) {
-      const __m256i v = load32(bytes + 32 * u);
-      const __m256i lo = _mm256_and_si256(v, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-      #pragma GCC unroll 4
-      for (int j = 0; j < M; ++j) {
-        pairs[j] = _mm256_add_epi16(pairs[j], unit_pairs(lo, hi, xg + static_cast<size_t>(j) * w.ld + 64 * u));
+  for (int j = 0; j < M; ++j) acc[j] = zero_share[j] = _mm256_setzero_ps();
+  __m256i dots[M][kChunk][kInt4RowBlock];
+  for (int g0 = 0; g0 < w.groups; g0 += kChunk) {
+    const int g1 = std::min(w.groups, g0 + kChunk);
+    for (int i = 0; i < kInt4RowBlock; ++i) {
+      const uint8_t* row = block_row(w, r0 + i);
+      for (int g = g0; g < g1; ++g) {
+        #pragma GCC unroll 4
+        for (int j = 0; j < M; ++j) {
+          const int8_t* xg = x + static_cast<size_t>(j) * w.ld + static_cast<size_t>(g) * w.group_len;
+          __m256i xv[kXVectors];
+          #pragma GCC unroll 5
+          for (int k = 0; k < kXVectors; ++k) xv[k] = load32(xg + 32 * k);
+          dots[j][g - g0][i] = group_dot<FULL, HALF>(row + g * group_bytes, xv);
+        }
       }
     }
-    if (HALF) {
-      const __m256i wv = half_unit(bytes + 32 * FULL);
+    for (int g = g0; g < g1; ++g) {
+      const __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + kInt4RowBlock * g)));
+      const __m256 zero = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(z8 + kInt4RowBlock * g))));
+      const __m256 scaled_zero = _mm256_mul_ps(scale, zero);
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) {
-        pairs[j] = _mm256_add_epi16(pairs[j], _mm256_maddubs_epi16(wv, load32(xg + static_cast<size_t>(j) * w.ld + 64 * FULL)));
+        const __m256i* d = dots[j][g - g0];
+        const __m256i d0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+        const __m256i d4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
+        // d0123: rows 0-3's sums over the low 128-bit halves, then over the high ones.
+        const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(d0123, d4567, 0x20),
+                                             _mm256_permute2x128_si256(d0123, d4567, 0x31));
+        // |dot| <= 128 · 15 · 127 < 2^24: the conversion is exact.
+        const __m256 sx = _mm256_set1_ps(x_scale[static_cast<size_t>(j) * w.groups + g]);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, sx), acc[j]);
+        zero_share[j] = _mm256_fmadd_ps(scaled_zero, _mm256_set1_ps(sums[static_cast<size_t>(j) * w.groups + g]), zero_share[j]);
       }
-    }
-    #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) {
-      const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs[j], ones));
-      acc[j] = _mm256_fmadd_ps(dot, _mm256_set1_ps(scale[g] * x_scale[static_cast<size_t>(j) * w.groups + g]), acc[j]);
     }
   }
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4RowBlock);
+  alignas(32) float bias[kInt4RowBlock] = {};
+  if (!w.bias.empty()) {
+    for (int r = first; r < last; ++r) bias[r - r0] = w.bias[r];
+  }
   #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = (hsum(acc[j]) - zero_share[j]) + bias;
+  for (int j = 0; j < M; ++j) {
+    alignas(32) float out[kInt4RowBlock];
+    _mm256_store_ps(out, _mm256_add_ps(_mm256_sub_ps(acc[j], zero_share[j]), _mm256_load_ps(bias)));
+    for (int r = first; r < last; ++r) y[static_cast<size_t>(j) * w.out + r] = out[r - r0];
+  }
 }
 
 template <int M>
@@ -160,7 +175,7 @@ XFT_AVX2 void row_large_groups(const PackedWeight& w, const int8_t* x, const flo
         d[j] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(sx + static_cast<size_t>(j) * units + full_units), d[j]);
       }
     }
-    const size_t sg = static_cast<size_t>(r) * w.groups + g;
+    const size_t sg = int4_param_index(w, r, g);
     const __m256 scale = _mm256_set1_ps(_cvtsh_ss(w.group_scale[sg]));
     const float zero = w.group_zero[sg];
     #pragma GCC unroll 4
@@ -178,9 +193,9 @@ XFT_AVX2 void row_large_groups(const PackedWeight& w, const int8_t* x, const flo
 template <int M, int FULL, bool HALF>
 XFT_AVX2 void small_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
   const int8_t* x = static_cast<const int8_t*>(xs.x);
-  thread_local std::vector<float> scale;
-  scale.resize(w.groups);
-  for (int r = rb; r < re; ++r) row_small_groups<M, FULL, HALF>(w, x, xs.unit_scale, xs.group_sums, scale.data(), y, r);
+  for (int r0 = rb / kInt4RowBlock * kInt4RowBlock; r0 < re; r0 += kInt4RowBlock) {
+    block_small_groups<M, FULL, HALF>(w, x, xs.unit_scale, xs.group_sums, y, r0, rb, re);
+  }
 }
 
 template <int M>

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include "engine/kernels/linear_internal.h"
+#include "engine/kernels/quant_int4.h"
 
 #define XFT_AVX512BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
@@ -71,7 +72,7 @@ XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, 
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) d0[j] = dot(d0[j], wv, xg + static_cast<size_t>(j) * w.ld + 64 * full_units);
     }
-    const size_t sg = static_cast<size_t>(r) * w.groups + g;
+    const size_t sg = int4_param_index(w, r, g);
     const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.group_scale[sg]));
     const float offset = 128.0f + static_cast<float>(w.group_zero[sg]);
     #pragma GCC unroll 4

@@ -20,7 +20,7 @@ void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int
         const float q = static_cast<float>(int4_nibble(w, row, s));
         for (int j = 0; j < m; ++j) dot[j] += q * xf[static_cast<size_t>(j) * w.ld + s];
       }
-      const size_t sg = static_cast<size_t>(r) * w.groups + g;
+      const size_t sg = int4_param_index(w, r, g);
       const float scale = f16_to_f32(w.group_scale[sg]);
       const float zero = w.group_zero[sg];
       for (int j = 0; j < m; ++j) {

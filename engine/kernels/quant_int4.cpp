@@ -115,8 +115,9 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
   if (!identity) w.slot_input = std::move(slot_input);
   w.data.resize(static_cast<size_t>(w.out) * w.ld / 2);
-  w.group_scale.assign(static_cast<size_t>(w.out) * w.groups, 0);
-  w.group_zero.assign(static_cast<size_t>(w.out) * w.groups, 0);
+  const size_t params = static_cast<size_t>((w.out + kInt4RowBlock - 1) / kInt4RowBlock) * kInt4RowBlock * w.groups;
+  w.group_scale.assign(params, 0);
+  w.group_zero.assign(params, 0);
   int r = 0;
   for (const auto& block : blocks) {
     const Int4Rows& src = *block.int4;
@@ -124,10 +125,10 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
       uint8_t* dst = w.data.as<uint8_t>() + static_cast<size_t>(r) * (w.ld / 2);
       const uint8_t* q = src.q + static_cast<size_t>(i) * in;
       for (int c = 0; c < in; ++c) dst[nibble[c] >> 1] |= static_cast<uint8_t>((q[c] & 15) << (4 * (nibble[c] & 1)));
-      std::memcpy(&w.group_scale[static_cast<size_t>(r) * w.groups], src.scale_f16 + static_cast<size_t>(i) * w.groups,
-                  sizeof(uint16_t) * w.groups);
-      std::memcpy(&w.group_zero[static_cast<size_t>(r) * w.groups], src.zero + static_cast<size_t>(i) * w.groups,
-                  w.groups);
+      for (int g = 0; g < w.groups; ++g) {
+        w.group_scale[int4_param_index(w, r, g)] = src.scale_f16[static_cast<size_t>(i) * w.groups + g];
+        w.group_zero[int4_param_index(w, r, g)] = src.zero[static_cast<size_t>(i) * w.groups + g];
+      }
     }
   }
 }
@@ -140,7 +141,7 @@ uint8_t int4_nibble(const PackedWeight& w, const uint8_t* row, int s) {
 void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
   const uint8_t* row = w.int4_row(r);
   for (int g = 0; g < w.groups; ++g) {
-    const size_t sg = static_cast<size_t>(r) * w.groups + g;
+    const size_t sg = int4_param_index(w, r, g);
     const float s = f16_to_f32(w.group_scale[sg]);
     const float z = w.group_zero[sg];
     const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;

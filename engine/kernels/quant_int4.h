@@ -14,8 +14,10 @@
 //   32-slot unit: byte j (0..15) holds slot j in its low nibble, slot 16 + j in its high one
 // so one byte load, a mask and a shift give 32 consecutive slots, the width
 // of one vdpbf16ps (32 pairs) or four 8-wide float FMAs. Scales (f16) and
-// zeros (u8) are [out][groups]; a decode step reads ld / 2 + 3 · groups bytes
-// per row.
+// zeros (u8) are in blocks of kInt4RowBlock rows, [out / 8][groups][8] (out
+// rounded up; int4_param_index), so one 16-byte load gives the scales of
+// eight rows for a group, one vector of the AVX2 kernel; a decode step reads
+// ld / 2 + 3 · groups bytes per row.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,13 @@
 #include "engine/kernels/linear_internal.h"
 
 namespace xft::engine {
+
+constexpr int kInt4RowBlock = 8;
+
+// Index of row r's group g in PackedWeight::group_scale / group_zero.
+inline size_t int4_param_index(const PackedWeight& w, int r, int g) {
+  return (static_cast<size_t>(r / kInt4RowBlock) * w.groups + g) * kInt4RowBlock + r % kInt4RowBlock;
+}
 
 // Owning storage behind an Int4Rows view.
 struct Int4Matrix {
