@@ -32,8 +32,8 @@ struct PackedWeight {
   // group g in slots [g * group_len, (g + 1) * group_len).
   int groups = 0;
   int group_len = 0;                    // multiple of 32
-  std::vector<uint16_t> group_scale;    // [out][groups] IEEE half
-  std::vector<uint8_t> group_zero;      // [out][groups]
+  std::vector<uint16_t> group_scale;    // IEEE half, in row blocks of 8 (int4_param_index)
+  std::vector<uint8_t> group_zero;      // the same layout
   std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
                                         // empty when slot c is input c (padding only at the end)
   Int4X int4_x = Int4X::f32;            // how the decode kernel wants x staged
@@ -72,6 +72,13 @@ void gemv_bf16_avx512(const PackedWeight& w, const void* x, int m, float* y, int
                       int row_end);
 void gemv_int8_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin,
                       int row_end);
+
+// Batch-invariant GEMM (AVX2 formats: f32, bf16, f16, int8; x staged as for
+// gemv_avx2): weight rows [row_begin, row_end) for all m inputs, each input's
+// result bit for bit gemv_avx2's for it alone. Fastest when each call gets
+// gemm_avx2_panel_rows(w) rows (a panel that stays in L2).
+void gemm_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_avx2_panel_rows(const PackedWeight& w);
 
 // int8 x AVX512-VNNI decode. stage_x_int8 quantizes m rows of x (w.in
 // floats each) into `buffer`, laid out as Int8StagedX describes; the kernel
