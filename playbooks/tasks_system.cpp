@@ -30,19 +30,27 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }
 
 // One round trip: which manager, and which of its packages are installed
-// ("manager" on the first line, then one installed name per line).
+// ("manager" on the first line, then one installed name per line). The
+// distribution's family (ID and ID_LIKE of /etc/os-release, read as text,
+// never sourced) decides first: a RHEL-family host that also carries an
+// apt-get (or a Debian host with a dnf) still uses its own manager.
 std::string probe_script(const nlohmann::json& names) {
   auto apt = quoted_list(names_for(names, "apt"));
   auto rpm_dnf = quoted_list(names_for(names, "dnf"));
   auto rpm_yum = quoted_list(names_for(names, "yum"));
-  return "if command -v apt-get >/dev/null 2>&1; then echo apt;"
-         " dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' --" + apt +
-         " 2>/dev/null | sed -n 's/^ii  *//p';"
-         " elif command -v dnf >/dev/null 2>&1; then echo dnf; rpm -q --qf '%{NAME}\\n'" + rpm_dnf +
-         " 2>/dev/null | grep -v ' ';"
-         " elif command -v yum >/dev/null 2>&1; then echo yum; rpm -q --qf '%{NAME}\\n'" + rpm_yum +
-         " 2>/dev/null | grep -v ' ';"
-         " else echo none; fi";
+  const std::string probe_apt = "command -v apt-get >/dev/null 2>&1 && { echo apt;"
+                                " dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' --" + apt +
+                                " 2>/dev/null | sed -n 's/^ii  *//p'; exit 0; }";
+  const std::string probe_rpm = "command -v dnf >/dev/null 2>&1 && { echo dnf; rpm -q --qf '%{NAME}\\n'" + rpm_dnf +
+                                " 2>/dev/null | grep -v ' '; exit 0; };"
+                                " command -v yum >/dev/null 2>&1 && { echo yum; rpm -q --qf '%{NAME}\\n'" + rpm_yum +
+                                " 2>/dev/null | grep -v ' '; exit 0; }";
+  return "family=$(sed -n 's/^ID\\(_LIKE\\)\\{0,1\\}=//p' /etc/os-release 2>/dev/null | tr -d '\"' | tr '\\n' ' ');"
+         " case \" $family \" in"
+         " *' rhel '*|*' fedora '*|*' centos '*|*' alinux '*|*' anolis '*|*' amzn '*|*' rocky '*|*' almalinux '*|*' ol '*) " +
+         probe_rpm + "; " + probe_apt + ";;"
+         " *) " + probe_apt + "; " + probe_rpm + ";;"
+         " esac; echo none";
 }
 
 std::string install_command(const std::string& manager, const std::vector<std::string>& names, bool remove) {
