@@ -169,6 +169,70 @@ size_t Sequence::kv_bytes() const {
   return total;
 }
 
+namespace {
+
+// Cached elements back to float; store() turns them into the same bits
+// (bf16 and f16 values are exact in float).
+void widen(const void* in, KvFormat format, float* out, int n) {
+  switch (format) {
+    case KvFormat::bf16:
+      bf16_to_f32(static_cast<const uint16_t*>(in), out, n);
+      break;
+    case KvFormat::f16:
+      f16_to_f32(static_cast<const uint16_t*>(in), out, n);
+      break;
+    case KvFormat::f32:
+      std::memcpy(out, in, sizeof(float) * n);
+      break;
+  }
+}
+
+void copy_positions(const KvCache& from, int begin, int n, KvCache& to, int at) {
+  const int d = from.head_dim();
+  const int stride = from.kv_heads() * d;
+  std::vector<float> k(static_cast<size_t>(n) * stride), v(k.size());
+  std::vector<int> positions(n);
+  for (int r = 0; r < n; ++r) {
+    positions[r] = at + r;
+    for (int h = 0; h < from.kv_heads(); ++h) {
+      const size_t o = static_cast<size_t>(r) * stride + static_cast<size_t>(h) * d;
+      widen(from.key(h, begin + r), from.format(), k.data() + o, d);
+      widen(from.value(h, begin + r), from.format(), v.data() + o, d);
+    }
+  }
+  to.store(k.data(), v.data(), n, stride, positions.data());
+}
+
+bool same_layout(const KvCache& a, const KvCache& b) {
+  return a.kv_heads() == b.kv_heads() && a.head_dim() == b.head_dim() && a.format() == b.format();
+}
+
+}  // namespace
+
+Expected<void> Sequence::append_copy(const Sequence& from, int begin, int n) {
+  if (begin < 0 || n < 0 || begin + n > from.length()) {
+    return make_error("KV copy: positions [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+                      ") are not all cached in the source sequence of " + std::to_string(from.length()));
+  }
+  if (length() + n > capacity()) {
+    return make_error("KV copy: " + std::to_string(length()) + " + " + std::to_string(n) +
+                      " positions exceed the sequence's capacity of " + std::to_string(capacity()));
+  }
+  bool same = layers_.size() == from.layers_.size();
+  for (size_t l = 0; same && l < layers_.size(); ++l) {
+    same = layers_[l].size() == from.layers_[l].size();
+    for (size_t g = 0; same && g < layers_[l].size(); ++g) same = same_layout(layers_[l][g].cache, from.layers_[l][g].cache);
+  }
+  if (!same) return make_error("KV copy: the sequences belong to different models or ranks");
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    for (size_t g = 0; g < layers_[l].size(); ++g) {
+      copy_positions(from.layers_[l][g].cache, begin, n, layers_[l][g].cache, length());
+    }
+  }
+  tokens_.insert(tokens_.end(), from.tokens_.begin() + begin, from.tokens_.begin() + begin + n);
+  return {};
+}
+
 Model::~Model() = default;
 
 Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,

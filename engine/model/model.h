@@ -64,6 +64,10 @@ class Sequence {
   void truncate(int n) {
     if (n >= 0 && n < length()) tokens_.resize(n);
   }
+  // Appends positions [begin, begin + n) of `from`, a sequence of the same
+  // model on the same rank: their tokens and, bit for bit, their keys and
+  // values (a cached prompt prefix is copied in instead of prefilled again).
+  Expected<void> append_copy(const Sequence& from, int begin, int n);
 
  private:
   friend class Model;

@@ -58,7 +58,8 @@ std::string Metrics::render(const SchedulerCounters& c) {
     out += "xftctl_http_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
            "\"} " + std::to_string(n) + "\n";
   }
-  single(out, "xftctl_prompt_tokens_total", "counter", "Prompt tokens prefilled.", std::to_string(c.prompt_tokens));
+  single(out, "xftctl_prompt_tokens_total", "counter", "Prompt tokens of admitted requests (reused prefixes included).",
+         std::to_string(c.prompt_tokens));
   single(out, "xftctl_generation_tokens_total", "counter", "Tokens generated and sent.",
          std::to_string(c.generated_tokens));
   single(out, "xftctl_steps_total", "counter", "Scheduler steps (one batched forward pass each).",
@@ -77,6 +78,19 @@ std::string Metrics::render(const SchedulerCounters& c) {
   single(out, "xftctl_requests_waiting", "gauge", "Requests queued for a batch slot.", std::to_string(c.waiting));
   single(out, "xftctl_kv_cache_bytes", "gauge", "KV cache held by running requests on rank 0.",
          std::to_string(c.kv_bytes));
+  const PrefixCacheStats& p = c.prefix_cache;
+  single(out, "xftctl_prefix_cache_lookups_total", "counter", "Requests admitted with the prefix cache on.",
+         std::to_string(p.lookups));
+  single(out, "xftctl_prefix_cache_hits_total", "counter", "Requests that reused a cached prompt prefix.",
+         std::to_string(p.hits));
+  single(out, "xftctl_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens whose KV was copied from the prefix cache instead of prefilled.", std::to_string(p.hit_tokens));
+  single(out, "xftctl_prefix_cache_evictions_total", "counter", "Cached prefix blocks evicted to make room.",
+         std::to_string(p.evictions));
+  single(out, "xftctl_prefix_cache_bytes", "gauge", "KV held by cached prompt prefixes on rank 0.",
+         std::to_string(p.bytes));
+  single(out, "xftctl_prefix_cache_blocks", "gauge", "Cached prompt prefix blocks (16 tokens each).",
+         std::to_string(p.blocks));
   return out;
 }
 

@@ -1,6 +1,7 @@
 // /metrics in Prometheus' text format: HTTP requests by endpoint and status,
 // prompt and generated tokens, time to first token (a histogram), and gauges
-// for tokens/s, running and waiting requests and the KV cache in use.
+// for tokens/s, running and waiting requests and the KV cache in use; the
+// prefix cache's lookups, hits, reused tokens, evictions and size.
 #pragma once
 
 #include <cstdint>

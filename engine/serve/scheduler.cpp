@@ -52,6 +52,21 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model), options_(options), executor_(model, options.max_batch) {
   slots_.resize(static_cast<size_t>(options_.max_batch));
   kv_per_position_ = model_.new_sequence(1)->kv_bytes();
+  if (options_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(kv_per_position_ * kPrefixBlockTokens);
+}
+
+size_t Scheduler::prefix_room() const {
+  if (options_.kv_budget_bytes == 0) {
+    return static_cast<size_t>(options_.max_batch) * model_.max_context() * kv_per_position_;
+  }
+  return options_.kv_budget_bytes > kv_used_ ? options_.kv_budget_bytes - kv_used_ : 0;
+}
+
+void Scheduler::cache_prefix(int32_t slot, std::span<const int32_t> tokens, StepPlan& plan) {
+  if (!prefix_) return;
+  for (const auto& block : prefix_->insert(tokens, prefix_room(), plan.drop)) {
+    plan.save.push_back(BlockSave{slot, block.position, block.id});
+  }
 }
 
 int Scheduler::capacity_for(const GenerationRequest& request) const {
@@ -99,6 +114,7 @@ SchedulerCounters Scheduler::take_counters() {
   // out: it is not running any more, and its KV is as good as freed.
   copy.running = 0;
   copy.kv_bytes = 0;
+  if (prefix_) copy.prefix_cache = prefix_->stats();
   for (const auto& active : slots_) {
     if (!active || active->finished) continue;
     ++copy.running;
@@ -114,8 +130,8 @@ SchedulerCounters Scheduler::take_counters() {
   return copy;
 }
 
-// Under the lock: frees what ended, admits what fits, lists what decodes
-// and which prompt chunks run.
+// Under the lock: frees what ended (caching its blocks), admits what fits,
+// lists what decodes and which prompt chunks run.
 StepPlan Scheduler::plan_step() {
   StepPlan plan;
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
@@ -128,38 +144,63 @@ StepPlan Scheduler::plan_step() {
     if (!active->finished) continue;
     plan.release.push_back(static_cast<int32_t>(slot));
     kv_used_ -= active->kv_bytes;
+    // Its prompt and answer, for the conversation's next turn: saved before the release frees them.
+    if (const Sequence* sequence = executor_.sequence(static_cast<int>(slot)); sequence && active->started)
+      cache_prefix(static_cast<int32_t>(slot), sequence->tokens(), plan);
     active.reset();
   }
   while (!waiting_.empty() && waiting_.front().stream->cancelled()) {
     waiting_.front().stream->finish("cancelled");
     waiting_.pop_front();
   }
-  // Whatever finished its prompt in an earlier step decodes (its first token is drawn).
+  // Whatever finished its prompt in an earlier step decodes (its first token is drawn), and
+  // its prompt is cached for requests that share it while it still runs.
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
     const auto& active = slots_[slot];
-    if (active && active->prefilled == static_cast<int>(active->request.prompt.size())) {
-      plan.decode.push_back(static_cast<int32_t>(slot));
+    if (!active || active->prefilled != static_cast<int>(active->request.prompt.size())) continue;
+    plan.decode.push_back(static_cast<int32_t>(slot));
+    if (!active->prompt_cached) {
+      active->prompt_cached = true;
+      cache_prefix(static_cast<int32_t>(slot), active->request.prompt, plan);
     }
   }
+  plan_admissions(plan);
+  plan_prefill(plan);
+  if (prefix_) prefix_->release_holds();
+  return plan;
+}
+
+// Waiting requests take free slots while their KV fits (cached blocks give
+// way); a cached prefix, whole blocks of all but the prompt's last token
+// (which must run to draw the first token), is copied instead of prefilled.
+void Scheduler::plan_admissions(StepPlan& plan) {
+  const size_t budget = options_.kv_budget_bytes;
   for (size_t slot = 0; slot < slots_.size() && !waiting_.empty(); ++slot) {
     if (slots_[slot]) continue;
     Waiting& next = waiting_.front();
     const int capacity = capacity_for(next.request);
     const size_t bytes = static_cast<size_t>(capacity) * kv_per_position_;
-    if (options_.kv_budget_bytes > 0 && kv_used_ + bytes > options_.kv_budget_bytes) break;
+    if (budget > 0 && kv_used_ + bytes > budget) break;
+    std::vector<int32_t> reuse;
+    if (prefix_) {
+      const auto& prompt = next.request.prompt;
+      reuse = prefix_->lookup(prompt, static_cast<int>(prompt.size()) - 1);
+      if (budget > 0 && !prefix_->shrink_to(budget - kv_used_ - bytes, plan.drop)) break;
+      prefix_->count_lookup(static_cast<int>(reuse.size()));
+    }
     auto active = std::make_unique<Active>();
     active->stream = next.stream;
     active->request = std::move(next.request);
     active->kv_bytes = bytes;
     active->submitted = next.submitted;
     active->order = admitted_++;
+    active->prefilled = static_cast<int>(reuse.size()) * kPrefixBlockTokens;
+    active->reuse = std::move(reuse);
     waiting_.pop_front();
     kv_used_ += bytes;
     counters_.prompt_tokens += active->request.prompt.size();
     slots_[slot] = std::move(active);
   }
-  plan_prefill(plan);
-  return plan;
 }
 
 // The next chunks of the oldest unfinished prompts, prefill_chunk tokens in all.
@@ -181,11 +222,13 @@ void Scheduler::plan_prefill(StepPlan& plan) {
     const int take = static_cast<int>(std::min(left, budget));
     PrefillOp op;
     op.slot = slot;
-    op.start = a.prefilled == 0;
+    op.start = !a.started;
     op.last = take == left;
     op.capacity = op.start ? capacity_for(a.request) : 0;
     op.sampling = a.request.sampling;
     op.tokens.assign(prompt.begin() + a.prefilled, prompt.begin() + a.prefilled + take);
+    if (op.start) op.reuse = std::move(a.reuse);
+    a.started = true;
     a.prefilled += take;
     budget -= take;
     plan.prefill.push_back(std::move(op));

@@ -7,6 +7,14 @@
 // a long prompt never stalls the others' next token for long. A finished or
 // abandoned request leaves at the next step. Past the queue limit a request
 // is refused (HTTP 429).
+//
+// The KV of a prompt prefix an earlier request computed (a shared system
+// prompt, a chat's earlier turns: a request's prompt and answer are cached in
+// whole blocks when it ends, its prompt already once prefilled) is copied in
+// instead of prefilled again (prefix_cache.h). Cached blocks share
+// kv_budget_bytes with the running requests and give way to them, least
+// recently used first; without a budget they hold at most max_batch full
+// contexts.
 #pragma once
 
 #include <atomic>
@@ -16,12 +24,14 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/expected.h"
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
+#include "engine/serve/prefix_cache.h"
 #include "engine/serve/step_plan.h"
 
 namespace xft::engine::serve {
@@ -67,6 +77,7 @@ struct SchedulerOptions {
   int max_queue = 64;       // requests waiting beyond the batch; more get 429
   size_t kv_budget_bytes = 0;  // KV cache of all running sequences on this rank; 0: unlimited
   int prefill_chunk = 64;   // prompt tokens per step, over all requests; 0: whole prompts
+  bool prefix_cache = true;  // reuse the KV of prompt prefixes seen before
 };
 
 struct SubmitError {
@@ -85,6 +96,7 @@ struct SchedulerCounters {
   uint64_t generated_tokens = 0;
   double decode_tokens_per_second = 0.0;  // over the last few seconds of decoding
   std::vector<double> time_to_first_token_s;  // since the last take (for a histogram)
+  PrefixCacheStats prefix_cache;
 };
 
 class Scheduler {
@@ -109,7 +121,10 @@ class Scheduler {
     std::shared_ptr<RequestStream> stream;
     GenerationRequest request;
     int generated = 0;
-    int prefilled = 0;   // prompt tokens planned so far
+    int prefilled = 0;   // prompt tokens planned (or reused) so far
+    bool started = false;  // the first prompt chunk is planned
+    bool prompt_cached = false;
+    std::vector<int32_t> reuse;  // cached blocks the first chunk copies in
     uint64_t order = 0;  // admission order: older prompts are fed first
     size_t kv_bytes = 0;
     bool finished = false;
@@ -123,6 +138,10 @@ class Scheduler {
 
   StepPlan plan_step();  // under mutex_
   void plan_prefill(StepPlan& plan);  // under mutex_
+  void plan_admissions(StepPlan& plan);  // under mutex_
+  // Caches the whole blocks of slot's first `tokens` positions (as far as room allows).
+  void cache_prefix(int32_t slot, std::span<const int32_t> tokens, StepPlan& plan);
+  size_t prefix_room() const;  // bytes cached blocks may hold now
   void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn);
   void accept_token(int slot, int32_t token);
   void finish_all(const std::string& reason, const std::string& error);
@@ -132,6 +151,7 @@ class Scheduler {
   SchedulerOptions options_;
   size_t kv_per_position_ = 0;
   StepExecutor executor_;
+  std::unique_ptr<PrefixCache> prefix_;  // null: SchedulerOptions::prefix_cache off
 
   std::mutex mutex_;
   std::condition_variable work_;

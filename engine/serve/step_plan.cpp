@@ -69,6 +69,13 @@ bool get_sampling(Reader& r, SamplingParams& s) {
 std::vector<uint8_t> encode_plan(const StepPlan& plan) {
   Writer w;
   w.put(static_cast<uint8_t>(plan.shutdown));
+  w.put_ids(plan.drop);
+  w.put(static_cast<int32_t>(plan.save.size()));
+  for (const auto& save : plan.save) {
+    w.put(save.slot);
+    w.put(save.position);
+    w.put(save.block);
+  }
   w.put_ids(plan.release);
   w.put(static_cast<int32_t>(plan.prefill.size()));
   for (const auto& op : plan.prefill) {
@@ -78,6 +85,7 @@ std::vector<uint8_t> encode_plan(const StepPlan& plan) {
     w.put(op.capacity);
     put_sampling(w, op.sampling);
     w.put_ids(op.tokens);
+    w.put_ids(op.reuse);
   }
   w.put_ids(plan.decode);
   return std::move(w.bytes);
@@ -93,14 +101,21 @@ Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
   StepPlan plan;
   Reader r(bytes);
   uint8_t shutdown = 0;
-  int32_t prefills = 0;
-  bool ok = r.get(shutdown) && r.get_ids(plan.release) && r.get(prefills) && prefills >= 0 &&
-            static_cast<size_t>(prefills) <= bytes.size();
+  int32_t saves = 0, prefills = 0;
+  bool ok = r.get(shutdown) && r.get_ids(plan.drop) && r.get(saves) && saves >= 0 &&
+            static_cast<size_t>(saves) <= bytes.size();
+  for (int32_t i = 0; ok && i < saves; ++i) {
+    BlockSave save;
+    ok = r.get(save.slot) && r.get(save.position) && r.get(save.block);
+    plan.save.push_back(save);
+  }
+  ok = ok && r.get_ids(plan.release) && r.get(prefills) && prefills >= 0 &&
+       static_cast<size_t>(prefills) <= bytes.size();
   for (int32_t i = 0; ok && i < prefills; ++i) {
     PrefillOp op;
     uint8_t start = 0, last = 0;
     ok = r.get(op.slot) && r.get(start) && r.get(last) && r.get(op.capacity) && get_sampling(r, op.sampling) &&
-         r.get_ids(op.tokens);
+         r.get_ids(op.tokens) && r.get_ids(op.reuse);
     op.start = start != 0;
     op.last = last != 0;
     plan.prefill.push_back(std::move(op));
@@ -151,6 +166,57 @@ Expected<void> StepExecutor::check(const StepPlan& plan) const {
     if (!valid(slot) || !slots_[slot].sequence) return make_error("step plan: slot " + std::to_string(slot) + " is empty");
     if (auto ok = once(slot); !ok) return ok;
   }
+  return check_blocks(plan);
+}
+
+int StepExecutor::blocks() const {
+  return static_cast<int>(std::count_if(blocks_.begin(), blocks_.end(), [](const auto& b) { return b != nullptr; }));
+}
+
+// Ids stay below this: a malformed plan cannot make a rank allocate a huge table.
+constexpr int32_t kMaxBlockId = 1 << 24;
+
+Expected<void> StepExecutor::check_blocks(const StepPlan& plan) const {
+  std::vector<int32_t> dropped = plan.drop, filled;
+  std::sort(dropped.begin(), dropped.end());
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    if (!has_block(dropped[i]) || (i > 0 && dropped[i] == dropped[i - 1]))
+      return make_error("step plan: drop of block " + std::to_string(dropped[i]) + " that is not cached");
+  }
+  auto is_dropped = [&](int32_t id) { return std::binary_search(dropped.begin(), dropped.end(), id); };
+  for (const auto& save : plan.save) {
+    const std::string what = "step plan: block " + std::to_string(save.block);
+    if (save.block < 0 || save.block >= kMaxBlockId) return make_error(what + " out of range");
+    if ((has_block(save.block) && !is_dropped(save.block)) ||
+        std::find(filled.begin(), filled.end(), save.block) != filled.end())
+      return make_error(what + " is filled while in use");
+    const bool valid = save.slot >= 0 && save.slot < slots();
+    const Sequence* from = valid ? slots_[save.slot].sequence.get() : nullptr;
+    if (!from || save.position < 0 || save.position + kPrefixBlockTokens > from->length())
+      return make_error(what + ": slot " + std::to_string(save.slot) + " has no positions " +
+                        std::to_string(save.position) + "+" + std::to_string(kPrefixBlockTokens));
+    filled.push_back(save.block);
+  }
+  for (const auto& op : plan.prefill) {
+    if (!op.start && !op.reuse.empty()) return make_error("step plan: reused blocks on a prompt's later chunk");
+    for (int32_t id : op.reuse) {
+      const bool cached = has_block(id) && !is_dropped(id);
+      if (!cached && std::find(filled.begin(), filled.end(), id) == filled.end())
+        return make_error("step plan: reuse of block " + std::to_string(id) + " that is not cached");
+    }
+  }
+  return {};
+}
+
+Expected<void> StepExecutor::apply_blocks(const StepPlan& plan) {
+  for (int32_t id : plan.drop) blocks_[id].reset();
+  for (const auto& save : plan.save) {
+    if (save.block >= static_cast<int32_t>(blocks_.size())) blocks_.resize(save.block + 1);
+    auto block = model_.new_sequence(kPrefixBlockTokens);
+    if (auto copied = block->append_copy(*slots_[save.slot].sequence, save.position, kPrefixBlockTokens); !copied)
+      return copied.error();
+    blocks_[save.block] = std::move(block);
+  }
   return {};
 }
 
@@ -173,6 +239,7 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
 
 Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
   if (auto ok = check(plan); !ok) return ok.error();
+  if (auto ok = apply_blocks(plan); !ok) return ok.error();
   for (int32_t slot : plan.release) slots_[slot] = Slot{};
   // One pass over every chunk; logits row i is chunk i's last token.
   std::vector<Chunk> chunks;
@@ -182,6 +249,9 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     if (op.start) {
       s.sequence = model_.new_sequence(op.capacity);
       s.sampler = std::make_unique<TokenSampler>(op.sampling);
+      for (int32_t id : op.reuse) {
+        if (auto copied = s.sequence->append_copy(*blocks_[id], 0, kPrefixBlockTokens); !copied) return copied.error();
+      }
     }
     if (op.last) {
       slots.push_back(op.slot);

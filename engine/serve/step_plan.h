@@ -9,6 +9,14 @@
 // sequence. Batching does not change a request's tokens when the model runs
 // with ModelOptions::batch_invariant: every row then gets the bits it gets
 // alone, however the prompt was cut and whatever shares the pass.
+//
+// Cached prompt prefixes (prefix_cache.h) live in every rank's executor as
+// blocks of kPrefixBlockTokens positions under ids rank 0 hands out; the plan
+// drops blocks, fills blocks from running sequences, and starts sequences
+// from blocks, so every rank reuses the same prefix in the same step. A
+// copied position holds the bits a prefill would have stored (keys and values
+// of a position depend only on the tokens up to it when rows are batch
+// invariant), so a reused prefix gives the tokens of a cold prompt.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +28,7 @@
 #include "engine/comm/communicator.h"
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
+#include "engine/serve/prefix_cache.h"
 
 namespace xft::engine::serve {
 
@@ -32,15 +41,32 @@ struct PrefillOp {
   int32_t capacity = 0;  // KV positions of the new sequence (start only)
   SamplingParams sampling;  // start only
   std::vector<int32_t> tokens;
+  // Start only: cached blocks copied, in order, to the new sequence's first
+  // positions; `tokens` follow them.
+  std::vector<int32_t> reuse = {};
 };
 
+// Block `block` gets positions [position, position + kPrefixBlockTokens) of slot's sequence.
+struct BlockSave {
+  int32_t slot = 0;
+  int32_t position = 0;
+  int32_t block = 0;
+};
+
+// In a step, in this order: blocks dropped, blocks filled (from slots as they
+// are before the step, released ones included), slots released, prompt
+// chunks (new sequences first copy their reused blocks) and decodes.
 struct StepPlan {
   bool shutdown = false;
-  std::vector<int32_t> release;  // slots freed before anything else runs
+  std::vector<int32_t> drop;     // cached blocks freed
+  std::vector<BlockSave> save;
+  std::vector<int32_t> release;  // slots freed before any prompt chunk or decode runs
   std::vector<PrefillOp> prefill;
   std::vector<int32_t> decode;   // slots that feed their last token and sample the next
   int draws() const;             // tokens run() returns: last prefill chunks, then decodes
-  bool empty() const { return !shutdown && release.empty() && prefill.empty() && decode.empty(); }
+  bool empty() const {
+    return !shutdown && drop.empty() && save.empty() && release.empty() && prefill.empty() && decode.empty();
+  }
 };
 
 std::vector<uint8_t> encode_plan(const StepPlan& plan);
@@ -56,6 +82,8 @@ class StepExecutor {
   Expected<std::vector<int32_t>> run(const StepPlan& plan);
   const Sequence* sequence(int slot) const { return slots_.at(slot).sequence.get(); }
   int slots() const { return static_cast<int>(slots_.size()); }
+  // Cached prefix blocks held on this rank.
+  int blocks() const;
 
  private:
   struct Slot {
@@ -64,12 +92,16 @@ class StepExecutor {
     int32_t last = -1;  // the token drawn last, fed by the next decode
   };
   Expected<void> check(const StepPlan& plan) const;
+  Expected<void> check_blocks(const StepPlan& plan) const;
+  Expected<void> apply_blocks(const StepPlan& plan);
+  bool has_block(int32_t id) const { return id >= 0 && id < static_cast<int>(blocks_.size()) && blocks_[id]; }
   // slots[i] samples from logits row rows[i].
   Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
                                         std::span<float> logits);
 
   Model& model_;
   std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<Sequence>> blocks_;  // index = block id; null: free
 };
 
 }  // namespace xft::engine::serve
