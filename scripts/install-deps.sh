@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
   jq libssl-dev rdma-core ibverbs-utils libmicrohttpd-dev
-  python3 curl chromium
+  python3 python3-websocket curl chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
-"""A minimal Chrome DevTools Protocol client (Python standard library only).
+#!/usr/bin/python3
+"""A minimal Chrome DevTools Protocol client.
 
 Starts headless Debian `chromium`, attaches to its page over a WebSocket
-(client handshake and framing implemented here) and drives it:
+(Debian's python3-websocket, so run it with /usr/bin/python3) and drives it:
 
     with Browser() as b:
         b.navigate("http://127.0.0.1:8080/")
@@ -31,133 +31,50 @@ grew meanwhile (the page's max_tokens if the server ignored the closed connectio
 
 import atexit
 import base64
-import hashlib
 import http.client
 import json
 import os
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
 
+try:
+    import websocket
+except ImportError:
+    sys.exit("cdp.py needs the websocket module: Debian's python3-websocket with /usr/bin/python3 "
+             "(scripts/install-deps.sh installs it)")
+
 
 class CdpError(Exception):
     pass
 
 
-class WebSocket:
-    """A client WebSocket (RFC 6455) over a plain TCP socket: text frames, masked."""
-
-    GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+class DevToolsSocket:
+    """The page's DevTools WebSocket, on Debian's python3-websocket (websocket-client)."""
 
     def __init__(self, url, timeout=30.0):
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "ws":
-            raise CdpError(f"only ws:// URLs are supported, not {url}")
-        self.sock = socket.create_connection((parts.hostname, parts.port or 80), timeout=timeout)
-        self.buffer = b""
-        self.partial, self.partial_opcode = b"", None  # a fragmented message so far
-        key = base64.b64encode(os.urandom(16)).decode()
-        path = parts.path + ("?" + parts.query if parts.query else "")
-        request = (f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n"
-                   "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        self.sock.sendall(request.encode())
-        while b"\r\n\r\n" not in self.buffer:
-            self._fill()
-        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
-        lines = head.decode("latin-1").split("\r\n")
-        if " 101 " not in lines[0] + " ":
-            raise CdpError(f"WebSocket handshake refused: {lines[0]}")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
-        expected = base64.b64encode(hashlib.sha1((key + self.GUID).encode()).digest()).decode()
-        if headers.get("sec-websocket-accept") != expected:
-            raise CdpError("WebSocket handshake: wrong Sec-WebSocket-Accept")
-
-    def _fill(self):
-        data = self.sock.recv(1 << 16)
-        if not data:
-            raise CdpError("the browser closed the DevTools connection")
-        self.buffer += data
-
-    def _frame(self):
-        """(fin, opcode, payload) of the first whole frame in the buffer, consumed; None if incomplete."""
-        buf = self.buffer
-        if len(buf) < 2:
-            return None
-        n, at = buf[1] & 0x7F, 2
-        if n >= 126:
-            size = 2 if n == 126 else 8
-            if len(buf) < at + size:
-                return None
-            n = int.from_bytes(buf[at:at + size], "big")
-            at += size
-        mask = None
-        if buf[1] & 0x80:
-            if len(buf) < at + 4:
-                return None
-            mask, at = buf[at:at + 4], at + 4
-        if len(buf) < at + n:
-            return None
-        payload, self.buffer = buf[at:at + n], buf[at + n:]
-        if mask:
-            payload = bytes(b ^ mask[i & 3] for i, b in enumerate(payload))
-        return bool(buf[0] & 0x80), buf[0] & 0x0F, payload
-
-    def _send_frame(self, opcode, payload):
-        header = bytes([0x80 | opcode])
-        n = len(payload)
-        if n < 126:
-            header += bytes([0x80 | n])
-        elif n < 1 << 16:
-            header += bytes([0x80 | 126]) + struct.pack("!H", n)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
-        mask = os.urandom(4)
-        masked = bytes(b ^ mask[i & 3] for i, b in enumerate(payload))
-        self.sock.sendall(header + mask + masked)
+        # chromium refuses DevTools connections that carry a foreign Origin.
+        self.conn = websocket.create_connection(url, timeout=timeout, suppress_origin=True)
 
     def send_text(self, text):
-        self._send_frame(0x1, text.encode())
+        self.conn.send(text)
 
     def recv_text(self, timeout):
         """The next text message; None if none came within timeout seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            frame = self._frame()
-            if frame is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.sock.settimeout(left)
-                try:
-                    self._fill()
-                except socket.timeout:
-                    return None
-                continue
-            fin, opcode, payload = frame
-            if opcode == 0x8:
-                raise CdpError("the browser closed the DevTools WebSocket")
-            if opcode == 0x9:
-                self._send_frame(0xA, payload)
-            elif opcode in (0x0, 0x1, 0x2):
-                if opcode:
-                    self.partial, self.partial_opcode = b"", opcode
-                self.partial += payload
-                if fin and self.partial_opcode == 0x1:
-                    return self.partial.decode()
+        self.conn.settimeout(timeout)
+        try:
+            return self.conn.recv()
+        except websocket.WebSocketTimeoutException:
+            return None
+        except websocket.WebSocketConnectionClosedException as error:
+            raise CdpError(f"the browser closed the DevTools connection: {error}")
 
     def close(self):
-        try:
-            self._send_frame(0x8, struct.pack("!H", 1000))
-        except OSError:
-            pass
-        self.sock.close()
+        self.conn.close()
 
 
 class Browser:
@@ -213,7 +130,7 @@ class Browser:
             if time.monotonic() > deadline:
                 raise CdpError("chromium has no page target")
             time.sleep(0.05)
-        self.ws = WebSocket(pages[0]["webSocketDebuggerUrl"])
+        self.ws = DevToolsSocket(pages[0]["webSocketDebuggerUrl"])
 
     @staticmethod
     def _http_json(port, path):

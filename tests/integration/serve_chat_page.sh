@@ -51,7 +51,7 @@ step "the page streams an answer (headless chromium)"
 shot="$XFT_BUILD_DIR/test-artifacts/chat_page.png"
 mkdir -p "$(dirname "$shot")"
 rm -f "$shot"
-python3 "$XFT_SOURCE_DIR/tests/integration/cdp.py" chat-page \
+/usr/bin/python3 "$XFT_SOURCE_DIR/tests/integration/cdp.py" chat-page \
   "$base/?temperature=$temperature&max_tokens=$max_tokens" "$shot" "$message" >"$TEST_TMP/page.json" ||
   server_failed "cdp.py chat-page failed"
 
@@ -94,7 +94,7 @@ PY
 step "Stop ends the answer, and the server stops generating it"
 # 2000 tokens would take seconds; Stop comes at the answer's first characters.
 stop_tokens=2000
-python3 "$XFT_SOURCE_DIR/tests/integration/cdp.py" chat-stop \
+/usr/bin/python3 "$XFT_SOURCE_DIR/tests/integration/cdp.py" chat-stop \
   "$base/?temperature=$temperature&max_tokens=$stop_tokens" "$message" >"$TEST_TMP/stop.json" ||
   server_failed "cdp.py chat-stop failed"
 python3 - "$TEST_TMP/stop.json" "$stop_tokens" <<'PY' || fail "Stop checks (above)"
