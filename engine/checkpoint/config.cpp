@@ -316,6 +316,11 @@ std::string quant_format_name(const QuantConfig& quant) {
 
 Expected<ModelConfig> load_config(const std::string& model_dir) {
   std::string path = model_dir + "/config.json";
+  std::error_code ec;
+  const auto dir_status = std::filesystem::status(model_dir, ec);
+  const char* expected_dir = " (the model is the folder that holds config.json and the *.safetensors files)";
+  if (!std::filesystem::exists(dir_status)) return make_error(model_dir + ": no such directory" + expected_dir);
+  if (!std::filesystem::is_directory(dir_status)) return make_error(model_dir + ": not a directory" + expected_dir);
   if (!std::filesystem::exists(path)) {
     return make_error(path + ": missing (is " + model_dir + " a Hugging Face model directory?)");
   }

@@ -24,7 +24,13 @@ expect_usage 'xftctl: run: give a command (qwen)' run
 # llama.cpp's short forms reach run qwen's options: the model dir is what is wrong here, not the line.
 xft run qwen -m "$TEST_TMP/no-model" -p hi -n 4 -c 128 -t 1
 assert_eq 1 "$RC" "run qwen with short forms and a missing model"
-assert_eq "xftctl: run qwen: $TEST_TMP/no-model/config.json: missing (is $TEST_TMP/no-model a Hugging Face model directory?)" "$ERR" "the error names the model"
+assert_eq "xftctl: run qwen: $TEST_TMP/no-model: no such directory (the model is the folder that holds config.json and the *.safetensors files)" "$ERR" "the error names the model"
+touch "$TEST_TMP/a-file"
+xft run qwen -m "$TEST_TMP/a-file" -p hi
+assert_eq "xftctl: run qwen: $TEST_TMP/a-file: not a directory (the model is the folder that holds config.json and the *.safetensors files)" "$ERR" "a file given as the model"
+mkdir "$TEST_TMP/empty-model"
+xft run qwen -m "$TEST_TMP/empty-model" -p hi
+assert_eq "xftctl: run qwen: $TEST_TMP/empty-model/config.json: missing (is $TEST_TMP/empty-model a Hugging Face model directory?)" "$ERR" "a folder without config.json"
 
 xft --help
 assert_eq 0 "$RC" "--help exit code"
