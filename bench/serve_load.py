@@ -13,6 +13,12 @@ resident memory and threads, read from /proc/PID) and whether a request still
 gets through while they stay open. They come from N/50 loopback addresses
 (127.0.0.2, ...), under the server's per-address connection cap.
 
+With --chat-turns N: N two-turn chats, one after another, after the load
+levels. Turn 1 sends a history of --chat-history-words words (about 500
+tokens); turn 2 sends that history, turn 1's answer and --chat-new-words
+more words. Prints each turn's time to first token, their ratio, and the
+prompt tokens the server's prefix cache reused (from /metrics).
+
   python3 bench/serve_load.py --port 8000 --clients 1,4,16 --requests 2 --max-tokens 64
 """
 import argparse, http.client, json, socket, statistics, threading, time
@@ -102,6 +108,66 @@ def idle_cost(host, port, pid, count, prompt_words):
           f"{1000 * (first - start):.0f} ms (alone: {1000 * (ttft0[1] - ttft0[0]):.0f} ms)")
 
 
+def completion_turn(host, port, prompt, max_tokens):
+    """One streamed completion: (time to first token in s, answer text, prompt tokens)."""
+    start = time.monotonic()
+    c = http.client.HTTPConnection(host, port, timeout=600)
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+            "ignore_eos": True, "stream_options": {"include_usage": True}}
+    c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise SystemExit(f"chat turn: HTTP {r.status}: {r.read()[:200]!r}")
+    first, text, prompt_tokens = None, "", 0
+    for line in r.read().split(b"\n\n"):
+        if not line.startswith(b"data: {"):
+            continue
+        data = json.loads(line[6:])
+        if data["choices"] and data["choices"][0].get("text"):
+            text += data["choices"][0]["text"]
+        if data.get("usage"):
+            prompt_tokens = data["usage"]["prompt_tokens"]
+    c.close()
+    return text, prompt_tokens, start
+
+
+def streamed_ttft(host, port, prompt, max_tokens):
+    start, first, _, _ = one_request(host, port, prompt, max_tokens)
+    return first - start
+
+
+def metric(host, port, name):
+    c = http.client.HTTPConnection(host, port, timeout=60)
+    c.request("GET", "/metrics")
+    body = c.getresponse().read().decode()
+    c.close()
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def chat_turns(host, port, chats, history_words, new_words, max_tokens):
+    """Turn 2 repeats turn 1's prompt and answer: its first token should wait only for the new words."""
+    print(f"two-turn chats (turn 1: {history_words} words of history; turn 2: + the answer and {new_words} words):")
+    ratios = []
+    for n in range(chats):
+        history = " ".join(f"chat{n}topic{(j * 37) % 1009}" for j in range(history_words))
+        ttft1 = streamed_ttft(host, port, history, max_tokens)
+        # The answer text, as a client would send it back: the same greedy tokens again.
+        answer, tokens1, _ = completion_turn(host, port, history, max_tokens)
+        turn2 = history + answer + " " + " ".join(f"next{n}q{j}" for j in range(new_words))
+        reused0 = metric(host, port, "xftctl_prefix_cache_hit_tokens_total")
+        ttft2 = streamed_ttft(host, port, turn2, max_tokens)
+        reused = metric(host, port, "xftctl_prefix_cache_hit_tokens_total") - reused0
+        _, tokens2, _ = completion_turn(host, port, turn2, 1)
+        ratios.append(ttft2 / ttft1)
+        print(f"  chat {n + 1}: turn 1 {tokens1} prompt tokens, first token {1000 * ttft1:.0f} ms; "
+              f"turn 2 {tokens2} prompt tokens (+{tokens2 - tokens1}), {reused:.0f} reused, "
+              f"first token {1000 * ttft2:.0f} ms; turn 2 / turn 1 = {ttft2 / ttft1:.3f}")
+    print(f"  median turn 2 / turn 1 first-token time: {statistics.median(ratios):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
@@ -113,11 +179,18 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--idle", type=int, default=0, help="first: the cost of this many idle connections")
     ap.add_argument("--pid", type=int, help="the server's pid (for --idle)")
+    ap.add_argument("--chat-turns", type=int, default=0, help="last: this many two-turn chats (prefix reuse)")
+    ap.add_argument("--chat-history-words", type=int, default=125)
+    ap.add_argument("--chat-new-words", type=int, default=5)
     a = ap.parse_args()
     if a.idle:
         idle_cost(a.host, a.port, a.pid, a.idle, a.prompt_words)
     run_level(a.host, a.port, 1, 1, a.prompt_words, 8)  # warm-up
-    rows = [run_level(a.host, a.port, int(n), a.requests, a.prompt_words, a.max_tokens) for n in a.clients.split(",")]
+    rows = [run_level(a.host, a.port, int(n), a.requests, a.prompt_words, a.max_tokens)
+            for n in a.clients.split(",") if n]
+    if not rows:  # --clients "": only the chats
+        chat_turns(a.host, a.port, a.chat_turns, a.chat_history_words, a.chat_new_words, 8)
+        return
     if a.json:
         print(json.dumps(rows, indent=1))
         return
@@ -128,6 +201,8 @@ def main():
         print(f"{r['clients']:>7} {r['requests']:>8} {r['tokens']:>7} {r['aggregate_tps']:>10.1f} "
               f"{r['aggregate_tps'] / base['aggregate_tps']:>6.2f} {r['decode_tps']:>13.1f} "
               f"{r['decode_tps'] / base['decode_tps']:>6.2f} {r['ttft_p50_ms']:>12.0f} {r['ttft_p99_ms']:>12.0f}")
+    if a.chat_turns:
+        chat_turns(a.host, a.port, a.chat_turns, a.chat_history_words, a.chat_new_words, 8)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@
 # First, what 500 idle connections cost the server (IDLE=N for another count, 0 for none).
 #   bash bench/serve_load.sh [MODEL] [MAX_TOKENS] [PROMPT_WORDS]   (default qwen2.5-0.5b 128 8; XFTCTL=path)
 # SERVE_ARGS adds server flags, e.g. SERVE_ARGS="--prefill-chunk 0" or "--no-batch-invariant".
+# Last, CHAT_TURNS (default 3) two-turn chats: turn 2 adds about 20 tokens to a
+# history of about 500; first-token times of both turns and their ratio (prefix
+# reuse). CLIENTS=1,4,16 sets the load levels; CLIENTS= runs only the chats.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 X=${XFTCTL:-$ROOT/build/cli/xftctl}
@@ -25,5 +28,5 @@ for _ in $(seq 1 600); do
 done
 [[ -n $port ]] || { echo "server did not start" >&2; exit 1; }
 sed -n 2p "$log"
-python3 "$ROOT/bench/serve_load.py" --port "$port" --clients 1,4,16 --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" \
-  --idle "${IDLE:-500}" --pid "$pid"
+python3 "$ROOT/bench/serve_load.py" --port "$port" --clients "${CLIENTS-1,4,16}" --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" \
+  --idle "${IDLE:-500}" --pid "$pid" --chat-turns "${CHAT_TURNS:-3}"
