@@ -22,6 +22,7 @@
 #include "engine/comm/mpi_communicator.h"
 #include "launcher/launch.h"
 #include "launcher/ssh_transport.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -114,8 +115,8 @@ int run_worker(const BenchFlags& f) {
   auto fail = [&](const std::string& message) {
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    std::fprintf(stderr, "xftctl: rank %d (%s): %s\n", rank, host, message.c_str());
-    std::fflush(stderr);
+    // "xftctl: rank N (host): why" is what run_ranks_oversubscribed looks for.
+    log::error(fmt::format("rank {} ({}): {}", rank, host, message), {{"rank", rank}, {"host", host}});
     MPI_Abort(MPI_COMM_WORLD, exit_error);
     return exit_error;
   };
@@ -162,8 +163,7 @@ int run_worker(const BenchFlags& f) {
     if (!outcome) return fail(outcome.error().message);
     if (outcome->wrong > 0) {
       if (rank == 0)
-        std::fprintf(stderr, "xftctl: bench allreduce: %ld elements differ from the fp32 reference (#wrong)\n",
-                     outcome->wrong);
+        spdlog::error("bench allreduce: {} elements differ from the fp32 reference (#wrong)", outcome->wrong);
       code = exit_error;
     }
   }
@@ -188,17 +188,16 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
   auto planned = plan_for(ctx, plan_flags, f.reach, failure_code);
   if (!planned && f.local > 0) {
     // More local ranks than cores: still worth a correctness run.
-    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", planned.error().message.c_str(),
-                 f.local);
+    spdlog::info("{}; running {} unbound ranks instead", planned.error().message, f.local);
     return run_ranks_oversubscribed(f.local, command, run);
   }
   if (!planned) {
-    std::fprintf(stderr, "xftctl: %s\n", planned.error().message.c_str());
+    log::error(planned.error().message);
     return failure_code;
   }
   auto mpirun = mpirun_for(*planned, f.reach, command);
   if (!mpirun) {
-    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", mpirun.error().message.c_str());
+    spdlog::error("bench allreduce: {}", mpirun.error().message);
     return exit_error;
   }
   return run_ranks(planned->plan, *mpirun, run);
@@ -210,17 +209,17 @@ void adopt_oneccl_selection(BenchFlags& f) {
   if (f.algos.empty() && !f.check)
     if (const char* env = std::getenv("CCL_ALLREDUCE"); env && *env) {
       f.algos = {env};
-      std::fprintf(stderr, "xftctl: bench allreduce: --algo from CCL_ALLREDUCE=%s\n", env);
+      spdlog::info("bench allreduce: --algo from CCL_ALLREDUCE={}", env);
     }
   for (const auto& a : f.algos)
     for (const auto& note : comm::oneccl_alias_notes(a))
-      std::fprintf(stderr, "xftctl: bench allreduce: %s\n", note.c_str());
+      spdlog::info("bench allreduce: {}", note);
 }
 
 int run_control(const Context& ctx, BenchFlags& f) {
   adopt_oneccl_selection(f);
   if (auto ok = validate(f); !ok) {
-    std::fprintf(stderr, "xftctl: bench allreduce: %s\n", ok.error().message.c_str());
+    spdlog::error("bench allreduce: {}", ok.error().message);
     return exit_error;
   }
   std::vector<std::string> command{self_path()};

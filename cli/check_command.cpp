@@ -24,6 +24,7 @@
 #include "launcher/fabric_pingpong.h"
 #include "launcher/fanout.h"
 #include "launcher/mpirun.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -260,7 +261,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   for (const auto& text : flags.sizes) {
     auto size = parse_size(text);
     if (!size) {
-      std::fprintf(stderr, "xftctl: check fabric: %s\n", size.error().message.c_str());
+      spdlog::error("check fabric: {}", size.error().message);
       ctx.exit_code = exit_error;
       return;
     }
@@ -268,7 +269,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   }
   auto hosts = load_selected_hosts(ctx.inventory_flag, flags.reach.hosts);
   if (!hosts) {
-    std::fprintf(stderr, "xftctl: %s\n", hosts.error().message.c_str());
+    log::error(hosts.error().message);
     ctx.exit_code = exit_error;
     return;
   }
@@ -382,7 +383,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   }
   std::fflush(stdout);
   if (!why_no_plan.empty())
-    std::fprintf(stderr, "xftctl: check fabric: no rank plan, NIC NUMA not compared: %s\n", why_no_plan.c_str());
+    spdlog::warn("check fabric: no rank plan, NIC NUMA not compared: {}", why_no_plan);
   ctx.exit_code = counts[2] > 0 ? exit_error : exit_ok;
 }
 
@@ -401,7 +402,7 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
     if (comma == std::string::npos) comma = flags.sizes.size();
     auto size = parse_size(flags.sizes.substr(start, comma - start));
     if (!size) {
-      std::fprintf(stderr, "xftctl: pair-worker: %s\n", size.error().message.c_str());
+      spdlog::error("pair-worker: {}", size.error().message);
       ctx.exit_code = exit_error;
       return;
     }
@@ -412,14 +413,14 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
   if (flags.role == "server") {
     auto served = launcher::serve_pingpong(flags.options);
     if (!served) {
-      std::fprintf(stderr, "%s\n", served.error().message.c_str());
+      log::error(served.error().message);
       ctx.exit_code = exit_error;
     }
     return;
   }
   auto report = launcher::run_pingpong_client(flags.options);
   if (!report) {
-    std::fprintf(stderr, "%s\n", report.error().message.c_str());
+    log::error(report.error().message);
     ctx.exit_code = exit_error;
     return;
   }

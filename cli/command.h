@@ -19,7 +19,8 @@ enum ExitCode : int {
 struct Context {
   std::string inventory_flag;  // -i FILE; empty when not given
   int exit_code = exit_ok;
-  int verbosity = 0;
+  int verbosity = 0;  // -v, -vv
+  bool quiet = false;  // -q: errors only, no progress
 };
 
 // Each command file registers its subcommands here; main() calls them in order.

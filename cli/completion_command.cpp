@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/command_tree.h"
 #include "common/atomic_file.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -144,7 +145,7 @@ void add_completion_commands(CLI::App& app, Context& ctx) {
     if (output.empty()) {
       std::fputs(page.c_str(), stdout);
     } else if (auto written = write_file_atomic(output, page); !written) {
-      std::fprintf(stderr, "xftctl: manpage: %s\n", written.error().message.c_str());
+      spdlog::error("manpage: {}", written.error().message);
       ctx.exit_code = exit_error;
     }
   });

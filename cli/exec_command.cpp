@@ -10,6 +10,7 @@
 #include "cli/reach_options.h"
 #include "inventory/load.h"
 #include "launcher/fanout.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -66,7 +67,7 @@ std::string join_words(const std::vector<std::string>& words) {
 void run_exec(Context& ctx, const ReachFlags& flags, const std::vector<std::string>& words) {
   auto hosts = load_selected_hosts(ctx.inventory_flag, flags.hosts);
   if (!hosts) {
-    std::fprintf(stderr, "xftctl: %s\n", hosts.error().message.c_str());
+    log::error(hosts.error().message);
     ctx.exit_code = exit_error;
     return;
   }
@@ -81,10 +82,11 @@ void run_exec(Context& ctx, const ReachFlags& flags, const std::vector<std::stri
   bool any_unreachable = false, any_failed = false;
   for (const auto& outcome : outcomes) {
     if (outcome.error) {
-      std::fprintf(stderr, "xftctl: %s\n", outcome.error->message.c_str());
+      log::error(outcome.error->message, {{"host", outcome.host}});
       (outcome.error->kind == launcher::Failure::unreachable ? any_unreachable : any_failed) = true;
     } else if (outcome.result->exit_status != 0) {
-      std::fprintf(stderr, "xftctl: %s: exited with %d\n", outcome.host.c_str(), outcome.result->exit_status);
+      log::error(fmt::format("{}: exited with {}", outcome.host, outcome.result->exit_status),
+                 {{"host", outcome.host}, {"exit_status", outcome.result->exit_status}});
       any_failed = true;
     }
   }

@@ -16,6 +16,7 @@
 #include "inventory/load.h"
 #include "inventory/show.h"
 #include "inventory/write.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -24,7 +25,10 @@ using namespace xft::inventory;
 
 // Parse errors are already "file:line:col: ..." lines; others get our name.
 void print_error(const Error& error, bool positional) {
-  std::fprintf(stderr, "%s%s\n", positional ? "" : "xftctl: ", error.message.c_str());
+  if (positional)
+    log::write_located(log::Level::err, error.message);
+  else
+    log::error(error.message);
 }
 
 // Finds and parses the inventory, or prints why not and sets the exit code.
@@ -134,7 +138,7 @@ void import(Context& ctx, const ImportFlags& options) {
   if (!text) return print_error(text.error(), false);
   auto imported = import_text(*text, options);
   if (!imported) return print_error(imported.error(), true);
-  for (const auto& warning : imported->warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  for (const auto& warning : imported->warnings) spdlog::warn("{}", warning);
   Inventory& inventory = imported->inventory;
   std::string yaml = to_yaml(inventory);
   if (auto checked = check_round_trip(inventory, yaml); !checked) return print_error(checked.error(), false);
@@ -143,12 +147,11 @@ void import(Context& ctx, const ImportFlags& options) {
   } else if (auto written = write_file_atomic(options.output, yaml); !written) {
     return print_error(written.error(), false);
   } else {
-    std::fprintf(stderr, "wrote %s: %zu %s\n", options.output.c_str(), inventory.hosts.size(),
+    spdlog::info("wrote {}: {} {}", options.output, inventory.hosts.size(),
                  inventory.hosts.size() == 1 ? "host" : "hosts");
   }
   if (reads_password_env(inventory, options.password_env))
-    std::fprintf(stderr, "note: export %s=... (the SSH password) before running xftctl on this inventory\n",
-                 options.password_env.c_str());
+    spdlog::info("export {}=... (the SSH password) before running xftctl on this inventory", options.password_env);
   ctx.exit_code = exit_ok;
 }
 

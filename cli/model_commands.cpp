@@ -11,6 +11,7 @@
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -30,7 +31,7 @@ struct MakeTestOptions {
 };
 
 void fail(Context& ctx, const std::string& message) {
-  std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+  log::error(message);
   ctx.exit_code = exit_error;
 }
 

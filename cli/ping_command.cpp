@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/reach_options.h"
 #include "launcher/fanout.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -138,7 +139,7 @@ nlohmann::ordered_json to_json(const std::vector<PingRow>& rows) {
 void run_ping(Context& ctx, const ReachFlags& flags, bool json) {
   auto hosts = load_selected_hosts(ctx.inventory_flag, flags.hosts);
   if (!hosts) {
-    std::fprintf(stderr, "xftctl: %s\n", hosts.error().message.c_str());
+    log::error(hosts.error().message);
     ctx.exit_code = exit_error;
     return;
   }
@@ -158,7 +159,7 @@ void run_ping(Context& ctx, const ReachFlags& flags, bool json) {
   }
   std::fflush(stdout);
   for (const auto& row : rows)
-    if (row.failure) std::fprintf(stderr, "xftctl: %s\n", row.error.c_str());
+    if (row.failure) log::error(row.error, {{"host", row.host}});
   ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
 }
 

@@ -25,6 +25,7 @@
 #include "playbooks/extra_vars.h"
 #include "playbooks/report_text.h"
 #include "playbooks/runner.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -52,10 +53,8 @@ Expected<std::string> data_dir() {
 }
 
 // "xftctl: " before each line of a (possibly multi-line) error.
-void print_error_lines(const std::string& message) {
-  std::stringstream lines(message);
-  for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "xftctl: %s\n", line.c_str());
-}
+// The logger prefixes every line of a multi-line message.
+void print_error_lines(const std::string& message) { log::error(message); }
 
 std::set<std::string> split_tags(const std::vector<std::string>& items) {
   std::set<std::string> tags;
@@ -68,10 +67,11 @@ std::set<std::string> split_tags(const std::vector<std::string>& items) {
 }
 
 // Where the progress line goes: redrawn in place on a terminal, a line now
-// and then with -v when stderr is a file or pipe (logs), else nowhere.
+// and then with -v when stderr is a file or pipe (logs), else nowhere; -q: nowhere.
 enum class ProgressStyle { none, in_place, lines };
 
-ProgressStyle progress_style(int verbosity) {
+ProgressStyle progress_style(int verbosity, bool quiet) {
+  if (quiet) return ProgressStyle::none;
   if (::isatty(STDERR_FILENO)) return ProgressStyle::in_place;
   return verbosity > 0 ? ProgressStyle::lines : ProgressStyle::none;
 }
@@ -155,7 +155,7 @@ class LivePrinter : public playbooks::PlayObserver {
   void tick() {
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, kLineEvery, [this] { return finished_; }))
-      std::fprintf(stderr, "xftctl: %s\n", playbooks::progress_line(progress_, playbooks::kReportWidth).c_str());
+      log::info(playbooks::progress_line(progress_, playbooks::kReportWidth));
   }
 
   playbooks::TextOptions text_;
@@ -171,14 +171,14 @@ class LivePrinter : public playbooks::PlayObserver {
 };
 
 int run_and_report(const playbooks::Playbook& book, const std::vector<inventory::Host>& hosts,
-                   const ReachFlags& reach, const PlayFlags& flags, playbooks::RunSettings settings, int verbosity) {
+                   const ReachFlags& reach, const PlayFlags& flags, playbooks::RunSettings settings, int verbosity, bool quiet) {
   settings.check = flags.check;
   settings.diff = flags.diff;
   settings.fanout = reach.fanout;
   settings.skip_tags = split_tags(flags.skip);
   auto transport = make_ssh_transport(reach);
   playbooks::TextOptions text{.diff = flags.diff, .per_host = verbosity > 0};
-  LivePrinter printer(book.name, text, !flags.json, progress_style(verbosity));
+  LivePrinter printer(book.name, text, !flags.json, progress_style(verbosity, quiet));
   if (!flags.json)
     std::printf("PLAY [%s] on %zu host%s%s\n", book.name.c_str(), hosts.size(), hosts.size() == 1 ? "" : "s",
                 flags.check ? " (check mode: nothing is changed)" : "");
@@ -210,7 +210,7 @@ void run_playbook_command(Context& ctx, const ReachFlags& reach, const PlayFlags
   settings.templates_dir = dir ? *dir + "/templates" : "";
   settings.playbook_dir = fs::absolute(flags.file).parent_path().string();
   settings.extra_vars = *extra;
-  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity);
+  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity, ctx.quiet);
 }
 
 // --- setup hosts ---------------------------------------------------------------
@@ -229,14 +229,14 @@ Expected<std::string> control_public_key(bool check) {
   std::string key = launcher::xftctl_config_dir() + "/id_ed25519";
   if (!fs::exists(key)) {
     if (check) {
-      std::fprintf(stderr, "xftctl: control node: would create %s (check mode)\n", key.c_str());
+      spdlog::info("control node: would create {} (check mode)", key);
       return std::string();
     }
     fs::create_directories(launcher::xftctl_config_dir());
     ::chmod(launcher::xftctl_config_dir().c_str(), 0700);
     auto made = launcher::generate_ed25519_key_pair(key, "xftctl@" + this_hostname());
     if (!made) return make_error("cannot create the control key " + key + ": " + made.error().message);
-    std::fprintf(stderr, "xftctl: control node: created %s\n", key.c_str());
+    spdlog::info("control node: created {}", key);
   }
   std::ifstream in(key + ".pub");
   std::string line;
@@ -278,7 +278,7 @@ void run_setup_hosts(Context& ctx, const ReachFlags& reach, const PlayFlags& fla
     vars["nfs_export_path"] = inventory->nfs->export_path.empty() ? server->shared : inventory->nfs->export_path;
     vars["nfs_options"] = inventory->nfs->options;
   }
-  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity);
+  ctx.exit_code = run_and_report(*book, *hosts, reach, flags, settings, ctx.verbosity, ctx.quiet);
 }
 
 void add_play_flags(CLI::App& command, PlayFlags& flags) {

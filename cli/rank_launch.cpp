@@ -13,6 +13,7 @@
 
 #include "launcher/ssh_transport.h"
 #include "launcher/mpirun.h"
+#include "common/log.h"
 
 namespace xft::cli {
 
@@ -156,6 +157,10 @@ Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const Rea
   auto spec = launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
   if (!spec) return spec;
   if (auto applied = apply_rank_env(planned.env, *spec); !applied) return applied.error();
+  // main() exported the level and format -v/-q/--log-format chose; ranks on
+  // other hosts get them by name (set only when not the defaults).
+  for (const char* name : {"XFTCTL_LOG_LEVEL", "XFTCTL_LOG_FORMAT"})
+    if (std::getenv(name)) spec->pass_env.push_back(name);
   return spec;
 }
 
@@ -167,8 +172,7 @@ void print_rank_line(const launcher::RankPlan& plan, const launcher::OutputLine&
     return;
   }
   std::string host = line.rank < plan.size() ? plan.ranks[size_t(line.rank)].host : "?";
-  std::fprintf(stderr, "[%d %s] %s\n", line.rank, host.c_str(), line.text.c_str());
-  std::fflush(stderr);
+  log::relay(fmt::format("[{} {}] ", line.rank, host), line.text, {{"rank", line.rank}, {"host", host}});
 }
 
 namespace {
@@ -188,7 +192,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
   if (run.dry_run) {
     auto text = launcher::describe_mpirun_command(plan, spec.mpirun);
     if (!text) {
-      std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), text.error().message.c_str());
+      spdlog::error("{}: {}", run.what, text.error().message);
       return exit_error;
     }
     std::printf("%s", text->c_str());
@@ -205,12 +209,12 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
     spec.on_output = [&plan](const launcher::OutputLine& line) { print_rank_line(plan, line); };
   auto result = launcher::launch(spec);
   if (!result) {
-    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), result.error().message.c_str());
+    spdlog::error("{}: {}", run.what, result.error().message);
     return exit_error;
   }
   if (result->ok()) return exit_ok;
   if (run.signal_is_normal_stop && result->interrupted && !result->failure && result->exit_code == 0) {
-    std::fprintf(stderr, "xftctl: %s: stopped; every rank exited cleanly\n", run.what.c_str());
+    spdlog::info("{}: stopped; every rank exited cleanly", run.what);
     return exit_ok;
   }
   // mpirun could not start its daemon on a host: name the host, as ping would.
@@ -222,22 +226,23 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
       std::string host = m[1];
       for (const auto& h : plan.hosts)
         if (h.address == host) host = h.name + " (" + h.address + ")";
-      std::fprintf(stderr, "xftctl: %s: %s is unreachable: mpirun's ssh said \"%s\"; check it with xftctl ping\n",
-                   run.what.c_str(), host.c_str(), std::string(m[2]).c_str());
+      log::error(fmt::format("{}: {} is unreachable: mpirun's ssh said \"{}\"; check it with xftctl ping", run.what,
+                             host, std::string(m[2])),
+                 {{"host", host}});
       return exit_unreachable;
     }
   }
   // Without a named rank, mpirun's own words are the best explanation.
   if (!result->failure && !result->timed_out)
-    for (const auto& line : result->mpirun_messages) std::fprintf(stderr, "%s\n", line.c_str());
-  std::fprintf(stderr, "xftctl: %s\n", result->summary().c_str());
+    for (const auto& line : result->mpirun_messages) log::relay("", line, {{"from", "mpirun"}});
+  log::error(result->summary());
   return result->timed_out || result->failure || result->interrupted ? exit_host_failed : exit_error;
 }
 
 int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command, const RankRun& run) {
   std::string mpirun = launcher::default_mpirun("/");
   if (auto major = launcher::detect_open_mpi_major(mpirun); !major) {
-    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), major.error().message.c_str());
+    spdlog::error("{}: {}", run.what, major.error().message);
     return exit_error;
   }
   std::vector<std::string> argv{mpirun};
@@ -253,7 +258,7 @@ int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command,
   }
   auto env = launcher::environment_with(run.secret_env);
   if (!env) {
-    std::fprintf(stderr, "xftctl: %s: %s\n", run.what.c_str(), env.error().message.c_str());
+    spdlog::error("{}: {}", run.what, env.error().message);
     return exit_error;
   }
   // Built before fork: the child only calls async-signal-safe functions until exec.
@@ -264,7 +269,7 @@ int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command,
   envp.push_back(nullptr);
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "xftctl: %s: pipe: %s\n", run.what.c_str(), std::strerror(errno));
+    spdlog::error("{}: pipe: {}", run.what, std::strerror(errno));
     return exit_error;
   }
   std::fflush(stdout);
@@ -312,7 +317,7 @@ int run_ranks_oversubscribed(int ranks, const std::vector<std::string>& command,
                             : "exited with code " + std::to_string(failure->exit_code)) +
            "; mpirun stopped every other rank";
   }
-  std::fprintf(stderr, "xftctl: %s failed: %s\n", run.what.c_str(), what.c_str());
+  spdlog::error("{} failed: {}", run.what, what);
   return exit_host_failed;
 }
 

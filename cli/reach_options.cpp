@@ -7,6 +7,7 @@
 #include "inventory/load.h"
 #include "launcher/credentials.h"
 #include "launcher/ssh_transport.h"
+#include "common/log.h"
 
 namespace xft::cli {
 
@@ -44,11 +45,8 @@ std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags)
   options.accept_new_host_keys = flags.accept_new_host_keys;
   options.connect_timeout_s = flags.connect_timeout_s;
   options.command_timeout_s = flags.timeout_s;
-  auto notice = [](const std::string& line) {
-    static std::mutex stderr_mutex;
-    std::lock_guard lock(stderr_mutex);
-    std::fprintf(stderr, "xftctl: %s\n", line.c_str());
-  };
+  // The logger serializes the fan-out threads' notices.
+  auto notice = [](const std::string& line) { log::info(line); };
   return std::make_unique<launcher::SshTransport>(
       options, std::make_shared<launcher::DefaultPasswordSource>(), notice);
 }

@@ -17,6 +17,7 @@
 #include "inventory/grammar.h"
 #include "launcher/fanout.h"
 #include "playbooks/sync.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -28,7 +29,6 @@ struct SyncFlags {
   std::string dest;  // empty: the same absolute path as dir
   bool check = false;
   bool delete_extra = false;
-  bool quiet = false;
 };
 
 struct HostOutcome {
@@ -85,7 +85,7 @@ class ProgressLine {
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, period, [this] { return done_; })) {
       if (tty_) std::fprintf(stderr, "\r\033[K%s", line().c_str());
-      else std::fprintf(stderr, "%s\n", line().c_str());
+      else log::info(line());
       std::fflush(stderr);
       drawn_ = true;
     }
@@ -142,7 +142,7 @@ std::string default_dest(const std::string& dir) {
 
 void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   auto fail = [&](const std::string& message) {
-    std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+    log::error(message);
     ctx.exit_code = exit_error;
   };
   auto hosts = load_selected_hosts(ctx.inventory_flag, reach.hosts);
@@ -157,7 +157,7 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
 
   auto started = Clock::now();
-  ProgressLine progress(hosts->size(), !flags.quiet && !flags.check);
+  ProgressLine progress(hosts->size(), !ctx.quiet && !flags.check);
   playbooks::SyncOptions options;
   options.check_only = flags.check;
   options.delete_extra = flags.delete_extra;
@@ -177,7 +177,7 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
       bool unreachable = outcome.error->kind == launcher::Failure::unreachable;
       (unreachable ? any_unreachable : any_failed) = true;
       std::printf("%s: %s\n", outcome.host.c_str(), launcher::failure_name(outcome.error->kind));
-      std::fprintf(stderr, "xftctl: %s\n", outcome.error->message.c_str());
+      log::error(outcome.error->message, {{"host", outcome.host}});
       continue;
     }
     ++ok;
@@ -208,7 +208,6 @@ void add_sync_commands(CLI::App& app, Context& ctx) {
   sync->add_option("--dest", flags.dest, "absolute path on the hosts (default: DIR's absolute path)");
   sync->add_flag("--check", flags.check, "change nothing; list what would be sent, created, set or removed");
   sync->add_flag("--delete", flags.delete_extra, "remove files on the hosts that DIR does not have");
-  sync->add_flag("-q,--quiet", flags.quiet, "no progress line on stderr");
   add_reach_flags(*sync, reach);
   sync->footer(
       "Files are written to a temp file and renamed, modes kept; symlinks are recreated as symlinks "

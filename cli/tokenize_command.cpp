@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -90,7 +91,7 @@ std::string ids_json(const std::vector<int32_t>& ids) {
 void run_tokenize(const TokenizeOptions& options, Context& ctx) {
   Expected<engine::Tokenizer> tok = engine::Tokenizer::load(options.model_dir);
   if (!tok) {
-    std::fprintf(stderr, "xftctl tokenize: %s\n", tok.error().message.c_str());
+    spdlog::error("tokenize: {}", tok.error().message);
     ctx.exit_code = exit_error;
     return;
   }
@@ -98,7 +99,7 @@ void run_tokenize(const TokenizeOptions& options, Context& ctx) {
   if (options.decode) {
     Expected<std::vector<int32_t>> ids = parse_ids(input, options.text ? "--text" : "stdin", *tok);
     if (!ids) {
-      std::fprintf(stderr, "xftctl tokenize: %s\n", ids.error().message.c_str());
+      spdlog::error("tokenize: {}", ids.error().message);
       ctx.exit_code = exit_error;
       return;
     }

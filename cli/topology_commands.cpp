@@ -20,6 +20,7 @@
 #include "launcher/mpirun.h"
 #include "launcher/ssh_transport.h"
 #include "launcher/topology.h"
+#include "common/log.h"
 
 namespace xft::cli {
 namespace {
@@ -28,7 +29,7 @@ using launcher::HostFacts;
 using launcher::RankPlan;
 
 void fail(Context& ctx, const std::string& message, int code = exit_error) {
-  std::fprintf(stderr, "xftctl: %s\n", message.c_str());
+  log::error(message);
   ctx.exit_code = code;
 }
 
@@ -111,7 +112,7 @@ void run_facts(Context& ctx, const PlanFlags& flags, const ReachFlags& reach) {
       if (flags.json)
         all.push_back({{"host", r.host}, {"error", r.facts.error().message}});
       else
-        std::fprintf(stderr, "xftctl: %s\n", r.facts.error().message.c_str());
+        log::error(r.facts.error().message, {{"host", r.host}});
       continue;
     }
     if (flags.json) {

@@ -22,6 +22,7 @@ using Json = nlohmann::ordered_json;
 struct Extra {
   const Fields* fields = nullptr;
   std::optional<std::string_view> relay_tag;  // set: a relayed line, no "xftctl:" prefix
+  bool located = false;                       // text without the "xftctl:" prefix
 };
 thread_local Extra t_extra;
 
@@ -101,8 +102,13 @@ class Formatter final : public spdlog::formatter {
     if (timestamps_ || format_ == Format::json) ts = msg.time;
     static const Fields none;
     const Fields& fields = t_extra.fields ? *t_extra.fields : none;
-    std::string line = t_extra.relay_tag ? relay_record(*t_extra.relay_tag, payload, format_, ts, fields)
-                                         : format_record(msg.level, payload, format_, ts, fields);
+    std::string line;
+    if (t_extra.relay_tag)
+      line = relay_record(*t_extra.relay_tag, payload, format_, ts, fields);
+    else if (t_extra.located && format_ == Format::text)
+      line = text_record("", payload, ts ? std::optional(iso8601(*ts)) : std::nullopt);
+    else
+      line = format_record(msg.level, payload, format_, ts, fields);
     dest.append(line.data(), line.data() + line.size());
   }
 
@@ -199,6 +205,12 @@ void write(Level level, std::string_view msg, const Fields& fields) {
   t_extra.fields = &fields;
   spdlog::default_logger_raw()->log(level, "{}", msg);
   t_extra.fields = nullptr;
+}
+
+void write_located(Level level, std::string_view msg, const Fields& fields) {
+  t_extra.located = true;
+  write(level, msg, fields);
+  t_extra.located = false;
 }
 
 void relay(std::string_view tag, std::string_view line, const Fields& fields) {

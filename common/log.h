@@ -66,6 +66,10 @@ inline void warn(std::string_view msg, const Fields& fields = {}) { write(Level:
 inline void info(std::string_view msg, const Fields& fields = {}) { write(Level::info, msg, fields); }
 inline void debug(std::string_view msg, const Fields& fields = {}) { write(Level::debug, msg, fields); }
 
+// Without the "xftctl: " prefix in text: messages that already start with
+// where they are ("inventory.yaml:3:5: ..."), as compilers print them for editors.
+void write_located(Level level, std::string_view msg, const Fields& fields = {});
+
 // A line another process wrote (a rank's stderr), relayed at info: in text the
 // line as is behind "[rank host] " (and the timestamp when on), in JSON the
 // rank's own JSON record with the fields added, or a record around the line.

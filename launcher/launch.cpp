@@ -24,6 +24,7 @@
 
 #include "launcher/credentials.h"
 #include "launcher/fanout.h"
+#include "common/log.h"
 
 namespace xft::launcher {
 
@@ -602,7 +603,7 @@ std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& ho
     if (facts) {
       facts->probed_at = utc_now_iso8601();
       if (auto saved = save_cached_facts(dir, *facts); !saved)
-        std::fprintf(stderr, "xftctl: warning: %s\n", saved.error().message.c_str());
+        spdlog::warn("{}", saved.error().message);
     }
     result.facts = std::move(facts);
     return result;

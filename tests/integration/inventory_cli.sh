@@ -122,7 +122,7 @@ check import-xft-demo 0 'hosts:
 check import-password-env 0 'defaults:
   password_env: XFT_SSH_PASSWORD
 hosts:
-  - name: "192.168.0.[1-4]"' "note: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
+  - name: "192.168.0.[1-4]"' "xftctl: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
   "$XFTCTL" inventory import "$data/xft_demo_hosts.ini" --password-env XFT_SSH_PASSWORD
 
 cp "$data/xft_demo_hosts_password.ini" hosts
@@ -132,8 +132,8 @@ if grep -q not-a-real-secret "$work/err"; then echo "FAIL the password value was
 refusal=$(cat "$work/err")
 
 # The XFT demo's file as shipped, password line included: --password-env takes its place.
-check import-password-replaced 0 "" "wrote demo.yaml: 2 hosts
-note: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
+check import-password-replaced 0 "" "xftctl: wrote demo.yaml: 2 hosts
+xftctl: export XFT_SSH_PASSWORD=... (the SSH password) before running xftctl on this inventory" -- \
   "$XFTCTL" inventory import hosts --password-env XFT_SSH_PASSWORD -o demo.yaml
 check password-replaced-yaml 0 'defaults:
   password_env: XFT_SSH_PASSWORD
@@ -150,7 +150,7 @@ if grep -rq not-a-real-secret "$work/err" demo.yaml; then echo "FAIL the passwor
 
 # A DeepSpeed hostfile is told by its NAME slots=N lines; slots become ranks.
 cp "$data/deepspeed_hostfile" hostfile
-check import-deepspeed 0 "" "wrote ds.yaml: 5 hosts" -- "$XFTCTL" inventory import hostfile -o ds.yaml
+check import-deepspeed 0 "" "xftctl: wrote ds.yaml: 5 hosts" -- "$XFTCTL" inventory import hostfile -o ds.yaml
 check deepspeed-shows 0 "NAME         ADDRESS      USER  PORT  RANKS  PROVIDER     IFACE  SHARED  AUTH
 worker-1     worker-1     root  22    2      tcp;ofi_rxm  -      -       auto
 worker-2     worker-2     root  22    2      tcp;ofi_rxm  -      -       auto
@@ -166,8 +166,8 @@ hosts:
 
 # -o writes the file atomically; the result validates and shows the same hosts.
 cp "$data/cluster.ini" cluster.ini
-check import-to-file 0 "" "warning: cluster.ini:13:1: xft_build_dir: ignored (no inventory field corresponds to it)
-wrote imported.yaml: 5 hosts" -- "$XFTCTL" inventory import cluster.ini -o imported.yaml
+check import-to-file 0 "" "xftctl: warning: cluster.ini:13:1: xft_build_dir: ignored (no inventory field corresponds to it)
+xftctl: wrote imported.yaml: 5 hosts" -- "$XFTCTL" inventory import cluster.ini -o imported.yaml
 check imported-validates 0 "imported.yaml: 5 hosts, OK" "" -- "$XFTCTL" -i imported.yaml inventory validate
 check imported-shows 0 "NAME   ADDRESS      USER  PORT  RANKS  PROVIDER     IFACE  SHARED  AUTH
 node1  192.168.0.1  root  22    1      tcp;ofi_rxm  -      -       key:/root/.ssh/id_ed25519

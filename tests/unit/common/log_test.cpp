@@ -76,7 +76,9 @@ TEST(LogSetup, PlainSpdlogCallsUseTheFormatAndLevel) {
   spdlog::debug("hidden at info");
   write(Level::err, "with a field", {{"host", "h01"}});
   relay("[1 h02] ", "a rank's line", {{"rank", 1}, {"host", "h02"}});
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "xftctl: plain 1\nxftctl: with a field\n[1 h02] a rank's line\n");
+  write_located(Level::err, "inventory.yaml:3:5: bad");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "xftctl: plain 1\nxftctl: with a field\n[1 h02] a rank's line\ninventory.yaml:3:5: bad\n");
 
   setup(Level::err, Format::json, false);
   testing::internal::CaptureStderr();
