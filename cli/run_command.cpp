@@ -26,6 +26,7 @@
 #include "engine/comm/mpi_c.h"
 #include "engine/comm/mpi_communicator.h"
 #include "common/atomic_file.h"
+#include "common/log.h"
 #include "engine/checkpoint/presets.h"
 #include "engine/checkpoint/weights.h"
 #include "engine/model/generate.h"
@@ -70,8 +71,11 @@ struct RunOptions {
   std::string dump_logits;
 
   bool bench = false;
-  // --serve [ADDR:]PORT: the OpenAI-compatible server (engine/serve/).
+  // --serve [HOST:]PORT: the OpenAI-compatible server (engine/serve/); --port [--host] say the same.
   std::string serve;
+  int port = -1;
+  std::string host = "127.0.0.1";
+  std::string served_model_name;
   int max_batch = 16;
   int max_queue = 64;
   int kv_cache_mib = 0;
@@ -715,24 +719,53 @@ void catch_stop_signals() {
   sigaction(SIGUSR1, &action, nullptr);  // what xftctl sends through mpirun (RankRun::signal_is_normal_stop)
 }
 
-// The checkpoint directory's name ("Qwen2.5-7B-Instruct", also for "DIR/"), or the preset.
+// --served-model-name, else the checkpoint directory's name ("Qwen2.5-7B-Instruct", also for "DIR/"), or the preset.
 std::string served_model_name(const RunOptions& o) {
+  if (!o.served_model_name.empty()) return o.served_model_name;
   if (o.model_dir.empty()) return o.fake_model;
   fs::path dir = fs::path(o.model_dir).lexically_normal();
   return (dir.has_filename() ? dir : dir.parent_path()).filename().string();
 }
 
-// "[ADDR:]PORT" -> (addr, port); ADDR defaults to 127.0.0.1.
+// "[HOST:]PORT" -> (host, port): HOST a name, an IPv4 address or a bracketed
+// IPv6 one ("[::1]:8000", returned without brackets); it defaults to 127.0.0.1.
 Expected<std::pair<std::string, int>> parse_listen_address(const std::string& text) {
+  const std::string usage = "--serve " + text + ": expected [HOST:]PORT, e.g. 8000, localhost:8000, 0.0.0.0:8000 or [::1]:8000";
   const size_t colon = text.rfind(':');
   std::string host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
   std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find_first_of(":[]") != std::string::npos) {
+    return make_error(usage + " (an IPv6 address goes in brackets)");
+  }
   char* end = nullptr;
   long port = std::strtol(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535 || host.empty()) {
-    return make_error("--serve " + text + ": expected [ADDR:]PORT, e.g. 8000 or 0.0.0.0:8000");
-  }
+  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535 || host.empty()) return make_error(usage);
   return std::make_pair(host, static_cast<int>(port));
+}
+
+// How a URL writes a host: IPv6 addresses in brackets.
+std::string url_host(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+// --serve's address, checked and resolved before any model is loaded or rank started.
+Expected<void> check_listen_address(const std::string& serve) {
+  auto address = parse_listen_address(serve);
+  if (!address) return address.error();
+  auto resolved = serve::resolve_listen_host(address->first);
+  if (!resolved) return make_error("--serve " + serve + ": " + resolved.error().message);
+  return {};
+}
+
+// One line per answered request at info ("xftctl: serve: POST /v1/completions
+// 200 prompt=5 completion=16 80ms"; -q hides it): never a body, query or key.
+void log_access(const serve::AccessRecord& record) {
+  log::info("serve: " + serve::access_line(record),
+            {{"method", record.method}, {"path", record.path}, {"status", record.status},
+             {"prompt_tokens", record.prompt_tokens}, {"completion_tokens", record.completion_tokens},
+             {"ms", static_cast<long long>(record.ms)}});
 }
 
 constexpr const char* kApiKeyVariable = "XFTCTL_API_KEY";
@@ -755,7 +788,7 @@ Expected<std::string> api_key(const RunOptions& o) {
   return from_env;
 }
 
-bool loopback_address(const std::string& address) { return address.rfind("127.", 0) == 0; }
+bool loopback_address(const std::string& numeric) { return numeric.rfind("127.", 0) == 0 || numeric == "::1"; }
 
 serve::AccessPolicy access_policy(const RunOptions& o, bool keyed) {
   serve::AccessPolicy policy;
@@ -796,12 +829,14 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   server_options.default_max_tokens = o.max_new_tokens;
   server_options.created = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
+  server_options.access_log = log_access;
   serve::Server server(scheduler, **tok, stop_ids, server_options);
   serve::HttpOptions http_options;
   http_options.access = access_policy(o, !key->empty());
   http_options.screen = [&server](const serve::HttpRequest& head, serve::HttpResponder& responder) {
     server.screen(head, responder);
   };
+  http_options.answered = [&server](const serve::HttpRequest& head, int status) { server.log_answered(head, status); };
   auto http = serve::HttpServer::listen(address.first, address.second,
                                         [&server](const serve::HttpRequest& request, serve::HttpResponder& responder) {
                                           server.handle(request, responder);
@@ -815,12 +850,13 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   std::fprintf(stderr,
                "xftctl: serving %s on http://%s:%d (OpenAI API under /v1, chat page at /)\n"
                "xftctl: %d rank%s, %s, batch up to %d, queue %d, context %d, KV %.1f MiB per 1000 positions%s%s\n",
-               server_options.model_name.c_str(), address.first.c_str(), (*http)->port(), model.comm().size(),
+               server_options.model_name.c_str(), url_host(address.first).c_str(), (*http)->port(), model.comm().size(),
                model.comm().size() == 1 ? "" : "s", model.kernel_name().c_str(), o.max_batch, o.max_queue,
                model.max_context(), kv_mib_per_1k,
                o.kv_cache_mib > 0 ? (", KV budget " + std::to_string(o.kv_cache_mib) + " MiB").c_str() : "",
                key->empty() ? "" : ", API key required");
-  if (key->empty() && !loopback_address(address.first)) {
+  const auto numeric = serve::resolve_listen_host(address.first);
+  if (key->empty() && !(numeric && loopback_address(*numeric))) {
     std::fprintf(stderr,
                  "xftctl: warning: serving on %s with no API key: anyone who can reach this port can use the model "
                  "(set %s or --api-key-file FILE)\n",
@@ -888,6 +924,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   if (o.no_batch_invariant) a.push_back("--no-batch-invariant");
   if (!o.serve.empty()) {
     add("--serve", o.serve);
+    if (!o.served_model_name.empty()) add("--served-model-name", o.served_model_name);
     add("--max-batch", std::to_string(o.max_batch));
     add("--max-queue", std::to_string(o.max_queue));
     add("--kv-cache-mib", std::to_string(o.kv_cache_mib));
@@ -1008,9 +1045,17 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   mode->add_option("--prompt-ids", options->prompt_ids,
                    "token ids 1,2,3 for --dump-logits (no sampling)");
   mode->add_flag("--bench", options->bench, "measure first-token and next-token latency");
-  mode->add_option("--serve", options->serve,
-                   "[ADDR:]PORT: OpenAI-compatible API and chat page (e.g. 8000 = 127.0.0.1:8000)");
+  auto* serve_flag = mode->add_option("--serve", options->serve,
+                                      "[HOST:]PORT: OpenAI-compatible API and chat page (8000 = 127.0.0.1:8000; "
+                                      "localhost:8000, 0.0.0.0:8000, [::1]:8000)");
+  auto* port_flag = mode->add_option("--port", options->port, "serve on this port (of --host); instead of --serve")
+                        ->check(CLI::Range(0, 65535))->excludes(serve_flag);
   mode->require_option(1);
+  qwen->add_option("--host", options->host, "serve with --port: the address or name to listen on")
+      ->capture_default_str()->needs(port_flag);
+  qwen->add_option("--served-model-name", options->served_model_name,
+                   "serve: the model's name in /v1/models and answers; requests naming another get 404 (default: "
+                   "the model directory's name)");
   qwen->add_option("--max-batch", options->max_batch, "serve: sequences decoded together")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   qwen->add_option("--max-queue", options->max_queue, "serve: waiting requests before 429")
@@ -1091,8 +1136,12 @@ void add_run_commands(CLI::App& app, Context& ctx) {
         o.comm.find(':') == std::string::npos) {
       return fail(ctx, "--comm " + o.comm + ": expected mpi, shm, hier, auto or a selection like 'shm:0-65536;mpi:65537-max'");
     }
+    if (o.port >= 0) {  // --host/--port say what --serve says; the ranks are given --serve
+      if (o.host.find_first_of("[]") != std::string::npos) return fail(ctx, "--host " + o.host + ": give an IPv6 address without brackets");
+      options->serve = url_host(o.host) + ":" + std::to_string(o.port);
+    }
     if (!o.serve.empty()) {  // before any model is loaded or rank started
-      if (auto address = parse_listen_address(o.serve); !address) return fail(ctx, address.error().message);
+      if (auto checked = check_listen_address(o.serve); !checked) return fail(ctx, checked.error().message);
       if (!o.rank_worker) {
         if (auto key = api_key(o); !key) return fail(ctx, key.error().message);
       }

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -436,6 +437,7 @@ MHD_Result Impl::on_head(Request& request) {
     request.exchange->headers = cors_headers(origin);
     if (http.method == "OPTIONS") {
       HttpResponder(request.exchange).send(204, "text/plain", "", preflight_headers(origin));
+      if (options.answered) options.answered(http, 204);
       return queue_answer(request);
     }
   }
@@ -515,6 +517,7 @@ void Impl::refuse_later(Request& request, const Refusal& refusal) {
   HttpResponder(request.exchange)
       .send(refusal.status, kJson, error_json(refusal.message, type, refusal.code), {{"Connection", "close"}});
   request.refused = true;
+  if (options.answered) options.answered(request.http, refusal.status);
   request.http.body.clear();
   request.http.body.shrink_to_fit();
   buffered_bytes -= request.reserved;
@@ -606,31 +609,78 @@ void Impl::stop() {
   ::close(listen_fd);
 }
 
+namespace {
+
+struct ListenAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  std::string numeric;  // as inet_ntop writes it
+};
+
+Expected<ListenAddress> resolve(const std::string& host) {
+  const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0 || !found) {
+    return make_error("cannot listen on '" + shown + "': " + (rc != 0 ? ::gai_strerror(rc) : "no address") +
+                      " (give an address such as 127.0.0.1, 0.0.0.0 or [::1], or a name this machine resolves)");
+  }
+  ListenAddress address;
+  std::memcpy(&address.storage, found->ai_addr, found->ai_addrlen);
+  address.length = found->ai_addrlen;
+  ::freeaddrinfo(found);
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = address.storage.ss_family == AF_INET6
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&address.storage)->sin6_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&address.storage)->sin_addr);
+  ::inet_ntop(address.storage.ss_family, raw, text, sizeof text);
+  address.numeric = text;
+  return address;
+}
+
+void set_port(ListenAddress& address, int port) {
+  const auto net_port = htons(static_cast<uint16_t>(port));
+  if (address.storage.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&address.storage)->sin6_port = net_port;
+  else reinterpret_cast<sockaddr_in*>(&address.storage)->sin_port = net_port;
+}
+
+int port_of(const sockaddr_storage& storage) {
+  return ntohs(storage.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port
+                                             : reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+}
+
+}  // namespace
+
+Expected<std::string> resolve_listen_host(const std::string& host) {
+  auto address = resolve(host);
+  if (!address) return address.error();
+  return address->numeric;
+}
+
 Expected<std::unique_ptr<HttpServer>> HttpServer::listen(const std::string& host, int port, HttpHandler handler,
                                                          HttpOptions options) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) {
-    return make_error("--serve " + host + ":" + std::to_string(port) + ": '" + host +
-                      "' is not an IPv4 address (use e.g. 127.0.0.1 or 0.0.0.0)");
-  }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  auto resolved = resolve(host);
+  if (!resolved) return resolved.error();
+  ListenAddress& address = *resolved;
+  set_port(address, port);
+  const std::string shown = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  int fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 256) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address.storage), address.length) != 0 || ::listen(fd, 256) != 0) {
     std::string why = std::strerror(errno);
     ::close(fd);
-    return make_error("cannot listen on " + host + ":" + std::to_string(port) + ": " + why +
-                      " (pick another port with --serve [ADDR:]PORT)");
+    return make_error("cannot listen on " + shown + ": " + why + " (pick another address or port with --serve HOST:PORT)");
   }
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  socklen_t length = sizeof address.storage;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address.storage), &length);
 
   auto impl = std::make_unique<Impl>();
   impl->listen_fd = fd;
-  impl->port = ntohs(address.sin_port);
+  impl->port = port_of(address.storage);
   impl->handler = std::move(handler);
   impl->options = std::move(options);
   const HttpLimits& limits = impl->options.limits;
@@ -647,7 +697,7 @@ Expected<std::unique_ptr<HttpServer>> HttpServer::listen(const std::string& host
       MHD_OPTION_END);
   if (!self->daemon) {
     ::close(fd);
-    return make_error("cannot start the HTTP server on " + host + ":" + std::to_string(port));
+    return make_error("cannot start the HTTP server on " + shown);
   }
   self->sweeper = std::thread([self] { self->sweep(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

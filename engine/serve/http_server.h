@@ -75,15 +75,24 @@ struct HttpLimits {
   int send_timeout_s = 30;  // no byte of an answer taken by the client for this long: closed
 };
 
+// A request this layer answered itself (refusals: 400, 403, 413, 431, 503; CORS preflights), for the access log.
+using HttpAnswered = std::function<void(const HttpRequest& head, int status)>;
+
 struct HttpOptions {
   HttpLimits limits;
   AccessPolicy access;
-  HttpScreen screen;  // empty: every request goes to the handler
+  HttpScreen screen;      // empty: every request goes to the handler
+  HttpAnswered answered;  // empty: not told
 };
+
+// The address a listening socket binds: a host name (resolved with
+// getaddrinfo, the first address taken), a dotted IPv4 or an IPv6 address
+// (without brackets). Errors name the host and say how to fix it.
+Expected<std::string> resolve_listen_host(const std::string& host);
 
 class HttpServer {
  public:
-  // host: a dotted IPv4 address ("0.0.0.0" for all); port 0 picks a free one.
+  // host: a name or address as resolve_listen_host takes it ("0.0.0.0" or "::" for all); port 0 picks a free one.
   static Expected<std::unique_ptr<HttpServer>> listen(const std::string& host, int port, HttpHandler handler,
                                                       HttpOptions options = {});
   ~HttpServer();

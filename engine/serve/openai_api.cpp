@@ -12,18 +12,45 @@ namespace {
 
 using json = nlohmann::json;
 
+// Model output may end in the middle of a UTF-8 sequence only through U+FFFD
+// replacement upstream; still, never let dump() throw on bytes.
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A value quoted in an error message, cut short: a tool list can be kilobytes.
+std::string quoted(const json& value) {
+  std::string text = dump(value);
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
 ApiError bad(std::string message, std::string param = "", std::string code = "") {
   return ApiError{400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
 }
 
-// Fields OpenAI defines that this server accepts only at their neutral value.
+// Fields OpenAI defines that this server accepts only at their neutral value:
+// what clients (the openai SDKs, LangChain, LiteLLM) send by default, which
+// changes nothing about a greedy or sampled answer here.
 bool neutral_value(const std::string& name, const json& value) {
   if (value.is_null()) return true;
   if (name == "n" || name == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
   if (name == "frequency_penalty" || name == "presence_penalty") return value.is_number() && value.get<double>() == 0.0;
   if (name == "logprobs" || name == "echo") return value.is_boolean() && !value.get<bool>();
   if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
+  if (name == "top_logprobs") return value.is_number_integer() && value.get<int64_t>() == 0;
+  if (name == "tools" || name == "functions") return value.is_array() && value.empty();
+  if (name == "logit_bias") return value.is_object() && value.empty();
+  if (name == "response_format") return value == json{{"type", "text"}};
+  // With no tools there is nothing to call: "none" and "auto" both mean plain text.
+  if (name == "tool_choice") return value == "none" || value == "auto";
+  if (name == "parallel_tool_calls") return value.is_boolean();
   return false;
+}
+
+bool neutral_field(const std::string& key, bool chat) {
+  static const std::set<std::string> both = {"n", "frequency_penalty", "presence_penalty", "logprobs", "logit_bias"};
+  static const std::set<std::string> chat_only = {"top_logprobs", "tools", "functions", "tool_choice",
+                                                  "parallel_tool_calls", "response_format"};
+  static const std::set<std::string> completions_only = {"best_of", "echo", "suffix"};
+  return both.count(key) || (chat ? chat_only : completions_only).count(key);
 }
 
 // field = value when it is a number in [low, high] (low excluded when low_open); null keeps the default.
@@ -72,8 +99,10 @@ Expected<void, ApiError> parse_messages(const json& value, CompletionRequest& re
     }
     if (!m.contains("role") || !m["role"].is_string()) return bad("'" + at + ".role' must be a string", at + ".role");
     std::string role = m["role"].get<std::string>();
+    // OpenAI's newer name for the system message (the openai SDK sends it for o1-style models).
+    if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant") {
-      return bad("'" + at + ".role' must be system, user or assistant, got '" + role + "'", at + ".role");
+      return bad("'" + at + ".role' must be system, developer, user or assistant, got '" + role + "'", at + ".role");
     }
     if (!m.contains("content")) return bad("'" + at + ".content' is missing", at + ".content");
     auto content = message_content(m["content"], i);
@@ -156,10 +185,10 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     return set_flag(value, key, request.skip_special_tokens);
   } else if (key == "user") {
     if (!value.is_string() && !value.is_null()) return bad("'user' must be a string", key);
-  } else if (key == "n" || key == "frequency_penalty" || key == "presence_penalty" || key == "logprobs" ||
-             (!request.chat && (key == "best_of" || key == "echo" || key == "suffix"))) {
+  } else if (neutral_field(key, request.chat)) {
     if (!neutral_value(key, value)) {
-      return bad("'" + key + "' is not supported by this server (only its default value)", key, "unsupported_parameter");
+      return bad("'" + key + "' is not supported by this server (only its default value), got " + quoted(value), key,
+                 "unsupported_parameter");
     }
   } else {
     return bad("unknown field '" + key + "'", key, "unknown_field");
@@ -178,10 +207,6 @@ json nullable(const std::string& text) { return text.empty() ? json(nullptr) : j
 json header(const ResponseIds& ids, const char* object) {
   return {{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
 }
-
-// Model output may end in the middle of a UTF-8 sequence only through U+FFFD
-// replacement upstream; still, never let dump() throw on bytes.
-std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 

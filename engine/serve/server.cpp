@@ -42,7 +42,26 @@ std::string openai_finish(const std::string& reason) {
 
 std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
 
+void send_wrong_method(HttpResponder& responder, const std::string& path, const char* allowed) {
+  responder.send(405, kJson,
+                 error_body(ApiError{405, "use " + std::string(allowed) + " for " + path, "invalid_request_error",
+                                     "", "method_not_allowed"}),
+                 {{"Allow", allowed}});
+}
+
 }  // namespace
+
+std::string access_line(const AccessRecord& record) {
+  // The path was checked for control bytes by the HTTP layer; cut it so a scanner cannot flood the log.
+  constexpr size_t kMaxPath = 200;
+  std::string path = record.path.size() > kMaxPath ? record.path.substr(0, kMaxPath) + "..." : record.path;
+  for (char& c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return record.method + " " + path + " " + std::to_string(record.status) + " prompt=" +
+         std::to_string(record.prompt_tokens) + " completion=" + std::to_string(record.completion_tokens) + " " +
+         std::to_string(record.ms) + "ms";
+}
 
 std::vector<int32_t> chat_prompt_ids(const Tokenizer& tokenizer,
                                      const std::vector<std::pair<std::string, std::string>>& messages) {
@@ -74,43 +93,56 @@ void Server::screen(const HttpRequest& head, HttpResponder& responder) {
   handle(head, responder);
 }
 
+void Server::log_answered(const HttpRequest& head, int status) const {
+  if (options_.access_log) options_.access_log(AccessRecord{head.method, head.path, status, 0, 0, 0});
+}
+
 void Server::handle(const HttpRequest& request, HttpResponder& responder) {
-  route(request, responder);
+  const auto start = std::chrono::steady_clock::now();
+  const Tokens tokens = route(request, responder);
+  if (options_.access_log) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    options_.access_log(AccessRecord{request.method, request.path, responder.status(), tokens.prompt,
+                                     tokens.completion, ms.count()});
+  }
   // Any other path counts as "other", so scanners cannot grow the label set.
   static const std::set<std::string> known = {"/", "/index.html", "/health", "/metrics", "/v1/models",
                                               "/v1/completions", "/v1/chat/completions"};
   metrics_.count_request(known.count(request.path) ? request.path : "other", responder.status());
 }
 
-void Server::route(const HttpRequest& request, HttpResponder& responder) {
+Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responder) {
   const std::string& path = request.path;
   const bool get = request.method == "GET" || request.method == "HEAD";
   const bool post = request.method == "POST";
+  // HEAD is answered wherever GET is; the library leaves its body out.
   auto wrong_method = [&](const char* allowed) {
-    send_error(responder, ApiError{405, "use " + std::string(allowed) + " for " + path, "invalid_request_error", "", ""});
+    send_wrong_method(responder, path, allowed);
+    return Tokens{};
   };
+  auto sent = [](bool) { return Tokens{}; };
   if (path == "/" || path == "/index.html") {
-    if (!get) return wrong_method("GET");
-    return (void)responder.send(200, "text/html; charset=utf-8", chat_page_html());
+    if (!get) return wrong_method("GET, HEAD");
+    return sent(responder.send(200, "text/html; charset=utf-8", chat_page_html()));
   }
   if (path == "/health") {
-    if (!get) return wrong_method("GET");
-    return (void)responder.send(200, kJson, R"({"status":"ok"})");
+    if (!get) return wrong_method("GET, HEAD");
+    return sent(responder.send(200, kJson, R"({"status":"ok"})"));
   }
   if (path == "/metrics") {
-    if (!get) return wrong_method("GET");
-    return (void)responder.send(200, "text/plain; version=0.0.4", metrics_.render(scheduler_.take_counters()));
+    if (!get) return wrong_method("GET, HEAD");
+    return sent(responder.send(200, "text/plain; version=0.0.4", metrics_.render(scheduler_.take_counters())));
   }
   const bool api = path.rfind("/v1/", 0) == 0;
   if (api && !authorized(request)) {
-    return (void)responder.send(401, kJson,
-                                error_body(ApiError{401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
-                                                    "invalid_request_error", "", "invalid_api_key"}),
-                                {{"WWW-Authenticate", "Bearer"}});
+    return sent(responder.send(401, kJson,
+                               error_body(ApiError{401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
+                                                   "invalid_request_error", "", "invalid_api_key"}),
+                               {{"WWW-Authenticate", "Bearer"}}));
   }
   if (path == "/v1/models") {
-    if (!get) return wrong_method("GET");
-    return (void)responder.send(200, kJson, models_body(options_.model_name, options_.created));
+    if (!get) return wrong_method("GET, HEAD");
+    return sent(responder.send(200, kJson, models_body(options_.model_name, options_.created)));
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return wrong_method("POST");
@@ -118,24 +150,37 @@ void Server::route(const HttpRequest& request, HttpResponder& responder) {
   }
   send_error(responder, ApiError{404, "no such endpoint: " + request.method + " " + path, "invalid_request_error",
                                  "", "not_found"});
+  return {};
 }
 
-void Server::completions(const HttpRequest& http, HttpResponder& responder, bool chat) {
+Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& responder, bool chat) {
   auto parsed = parse_completion_request(http.body, chat);
-  if (!parsed) return send_error(responder, parsed.error());
+  if (!parsed) {
+    send_error(responder, parsed.error());
+    return {};
+  }
   const CompletionRequest& req = *parsed;
+  // An absent model means the one served (clients of a single-model server often leave it out).
+  if (!req.model.empty() && req.model != options_.model_name) {
+    send_error(responder, ApiError{404,
+                                   "The model '" + req.model + "' does not exist: this server serves '" +
+                                       options_.model_name + "' (GET /v1/models; rename it with --served-model-name)",
+                                   "invalid_request_error", "model", "model_not_found"});
+    return {};
+  }
 
   GenerationRequest gen;
   gen.prompt = chat ? chat_prompt_ids(tokenizer_, req.messages) : tokenizer_.encode_ordinary(req.prompt);
   const int prompt = static_cast<int>(gen.prompt.size());
   const int room = std::max(0, scheduler_.max_context() - prompt);
   if (req.max_tokens && prompt < scheduler_.max_context() && *req.max_tokens > room) {
-    return send_error(responder,
+    send_error(responder,
                       ApiError{400,
                                "max_tokens " + std::to_string(*req.max_tokens) + " + the prompt's " +
                                    std::to_string(prompt) + " tokens exceed this server's context of " +
                                    std::to_string(scheduler_.max_context()) + " (lower max_tokens, or start the server with a larger --max-context)",
                                "invalid_request_error", "max_tokens", "context_length_exceeded"});
+    return {prompt, 0};
   }
   gen.max_tokens = req.max_tokens.value_or(std::min(options_.default_max_tokens, std::max(room, 1)));
   gen.sampling.temperature = req.temperature;
@@ -149,9 +194,9 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
   auto submitted = scheduler_.submit(std::move(gen));
   if (!submitted) {
     const SubmitError& e = submitted.error();
-    return send_error(responder, ApiError{e.status, e.message,
-                                          e.status == 429 ? "rate_limit_error" : "invalid_request_error",
-                                          e.status == 400 ? (chat ? "messages" : "prompt") : "", e.code});
+    send_error(responder, ApiError{e.status, e.message, e.status == 429 ? "rate_limit_error" : "invalid_request_error",
+                                   e.status == 400 ? (chat ? "messages" : "prompt") : "", e.code});
+    return {prompt, 0};
   }
   std::shared_ptr<RequestStream> stream = *submitted;
 
@@ -159,6 +204,8 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
   StreamDecoder decoder(tokenizer_);
   StopText stop_text(req.stop);
   std::string text;
+  // The tokens up to and including the one that completed a stop string: whatever
+  // the scheduler drew after it, before the cancel reached it, depends on timing.
   int completion_tokens = 0;
   auto on_text = [&](const std::string& piece) -> bool {  // false: the client is gone
     if (piece.empty()) return true;
@@ -179,9 +226,9 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
   while (more) {
     tokens.clear();
     more = stream->next(tokens, std::chrono::milliseconds(250));
-    completion_tokens += static_cast<int>(tokens.size());
     for (int32_t id : tokens) {
       if (stop_text.stopped()) break;
+      ++completion_tokens;
       if (req.skip_special_tokens && tokenizer_.is_special(id)) continue;  // counted, not shown
       if (!on_text(stop_text.push(decoder.push(id)))) client_left = true;
     }
@@ -190,30 +237,36 @@ void Server::completions(const HttpRequest& http, HttpResponder& responder, bool
     if (responder.client_gone()) client_left = true;
     if (client_left) {
       stream->cancel();
-      return;  // nobody to answer; the connection closes
+      return {prompt, completion_tokens};  // nobody to answer; the connection closes
     }
   }
   if (!stop_text.stopped()) {
-    if (!on_text(stop_text.push(decoder.flush()))) return;
-    if (!on_text(stop_text.flush())) return;
+    if (!on_text(stop_text.push(decoder.flush())) || !on_text(stop_text.flush())) return {prompt, completion_tokens};
   }
   const std::string reason = stream->finish_reason();
   if (reason == "error" || (reason == "cancelled" && !stop_text.stopped())) {
     ApiError error{reason == "error" ? 500 : 503, stream->error().empty() ? "generation was cancelled" : stream->error(),
                    "server_error", "", ""};
-    if (!req.stream) return send_error(responder, error);
-    responder.write(sse(error_body(error)));
-    responder.write("data: [DONE]\n\n");
-    responder.end_stream();
-    return;
+    if (!req.stream) {
+      send_error(responder, error);
+    } else {
+      responder.write(sse(error_body(error)));
+      responder.write("data: [DONE]\n\n");
+      responder.end_stream();
+    }
+    return {prompt, completion_tokens};
   }
   const std::string finish = stop_text.stopped() ? "stop" : openai_finish(reason);
   const Usage usage{stream->prompt_tokens(), completion_tokens};
-  if (!req.stream) return (void)responder.send(200, kJson, completion_body(ids, chat, text, finish, usage));
-  responder.write(sse(chunk_body(ids, chat, "", "", finish)));
-  if (req.include_usage) responder.write(sse(usage_chunk_body(ids, chat, usage)));
-  responder.write("data: [DONE]\n\n");
-  responder.end_stream();
+  if (!req.stream) {
+    responder.send(200, kJson, completion_body(ids, chat, text, finish, usage));
+  } else {
+    responder.write(sse(chunk_body(ids, chat, "", "", finish)));
+    if (req.include_usage) responder.write(sse(usage_chunk_body(ids, chat, usage)));
+    responder.write("data: [DONE]\n\n");
+    responder.end_stream();
+  }
+  return {prompt, completion_tokens};
 }
 
 }  // namespace xft::engine::serve

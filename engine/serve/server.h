@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,24 @@
 
 namespace xft::engine::serve {
 
+// One answered request, for the access log. Never the body, the query or the key.
+struct AccessRecord {
+  std::string method;
+  std::string path;
+  int status = 0;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int64_t ms = 0;  // from the handler's start (its body is in) to the end of the answer
+};
+// "POST /v1/chat/completions 200 prompt=17 completion=8 412ms"; a long or odd path is cut and escaped.
+std::string access_line(const AccessRecord& record);
+
 struct ServerOptions {
-  std::string model_name;
+  std::string model_name;  // /v1/models, every answer's "model", and the one name a request may ask for
   std::string api_key;          // empty: no authentication
   int default_max_tokens = 256;  // for requests that give no max_tokens
   int64_t created = 0;           // the model's "created" timestamp
+  std::function<void(const AccessRecord&)> access_log;  // empty: none
 };
 
 // Chat messages as Qwen ChatML token ids. Message content is tokenized as
@@ -35,10 +49,17 @@ class Server {
   // which need their body, to handle().
   void screen(const HttpRequest& head, HttpResponder& responder);
   void handle(const HttpRequest& request, HttpResponder& responder);
+  // A request the HTTP layer answered itself (413, 403, a CORS preflight, ...).
+  void log_answered(const HttpRequest& head, int status) const;
 
  private:
-  void route(const HttpRequest& request, HttpResponder& responder);
-  void completions(const HttpRequest& request, HttpResponder& responder, bool chat);
+  // Both return the tokens the answer used (zero where none were).
+  struct Tokens {
+    int prompt = 0;
+    int completion = 0;
+  };
+  Tokens route(const HttpRequest& request, HttpResponder& responder);
+  Tokens completions(const HttpRequest& request, HttpResponder& responder, bool chat);
   bool authorized(const HttpRequest& request) const;
 
   Scheduler& scheduler_;

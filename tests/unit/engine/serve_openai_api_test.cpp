@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/serve/openai_api.h"
+#include "engine/serve/server.h"
 #include "engine/serve/stop_text.h"
 
 namespace xft::engine::serve {
@@ -72,6 +73,66 @@ TEST(ServeOpenAiApi, BadRequestsNameTheFieldInOpenAisErrorShape) {
 
   json body = json::parse(error_body(ApiError{400, "m", "invalid_request_error", "p", ""}));
   EXPECT_EQ(body, json::parse(R"({"error":{"message":"m","type":"invalid_request_error","param":"p","code":null}})"));
+}
+
+TEST(ServeOpenAiApi, TheDeveloperRoleIsTheSystemMessage) {
+  auto r = parse_completion_request(
+      R"({"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"hi"}]})", true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->messages, (std::vector<std::pair<std::string, std::string>>{{"system", "be brief"}, {"user", "hi"}}));
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"tool","content":"a"}]})").message,
+            "'messages[0].role' must be system, developer, user or assistant, got 'tool'");
+}
+
+// What the openai SDKs, LangChain and LiteLLM send by default changes nothing here.
+TEST(ServeOpenAiApi, FieldsClientsSendAtTheirDefaultsAreAccepted) {
+  auto r = parse_completion_request(R"({"model":"m","messages":[{"role":"user","content":"a"}],
+      "response_format":{"type":"text"},"tools":[],"tool_choice":"auto","parallel_tool_calls":true,
+      "logit_bias":{},"logprobs":false,"top_logprobs":0,"user":"u","n":1,"frequency_penalty":0,
+      "presence_penalty":0,"functions":[],"stream":true,"stream_options":{"include_usage":false}})",
+                                    true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model, "m");
+  EXPECT_FALSE(r->include_usage);
+  auto nulls = parse_completion_request(R"({"messages":[{"role":"user","content":"a"}],"response_format":null,
+      "tools":null,"logit_bias":null,"top_logprobs":null,"tool_choice":null,"n":null})",
+                                        true);
+  ASSERT_TRUE(nulls.ok()) << nulls.error().message;
+  EXPECT_TRUE(nulls->model.empty());  // no model: the one served
+  auto text = parse_completion_request(R"({"prompt":"a","logit_bias":{},"echo":false,"best_of":1,"suffix":""})", false);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+}
+
+TEST(ServeOpenAiApi, OtherValuesOfThoseFieldsAre400sNamingTheField) {
+  const std::string user = R"({"messages":[{"role":"user","content":"a"}],)";
+  ApiError schema = rejected(user + R"("response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true}}})");
+  EXPECT_EQ(schema.status, 400);
+  EXPECT_EQ(schema.type, "invalid_request_error");
+  EXPECT_EQ(schema.param, "response_format");
+  EXPECT_EQ(schema.code, "unsupported_parameter");
+  EXPECT_EQ(schema.message,
+            R"('response_format' is not supported by this server (only its default value), got {"json_schema":{"name":"answer","strict":true},"type":"js...)");
+  ApiError tools = rejected(user + R"("tools":[{"type":"function","function":{"name":"f"}}]})");
+  EXPECT_EQ(tools.param, "tools");
+  EXPECT_EQ(tools.message,
+            R"('tools' is not supported by this server (only its default value), got [{"function":{"name":"f"},"type":"function"}])");
+  EXPECT_EQ(rejected(user + R"("response_format":{"type":"json_object"}})").param, "response_format");
+  EXPECT_EQ(rejected(user + R"("logit_bias":{"15":-100}})").param, "logit_bias");
+  EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");
+  EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").param, "tool_choice");
+  EXPECT_EQ(rejected(user + R"("parallel_tool_calls":"yes"})").param, "parallel_tool_calls");
+  EXPECT_EQ(rejected(user + R"("n":2})").message, "'n' is not supported by this server (only its default value), got 2");
+  // Chat-only fields are unknown to /v1/completions.
+  EXPECT_EQ(rejected(R"({"prompt":"a","tools":[]})", false).message, "unknown field 'tools'");
+  EXPECT_EQ(error_body(schema), R"({"error":{"code":"unsupported_parameter","message":"'response_format' is not supported by this server (only its default value), got {\"json_schema\":{\"name\":\"answer\",\"strict\":true},\"type\":\"js...","param":"response_format","type":"invalid_request_error"}})");
+}
+
+TEST(ServeAccessLog, OneLineWithMethodPathStatusTokensAndTime) {
+  EXPECT_EQ(access_line(AccessRecord{"POST", "/v1/chat/completions", 200, 17, 8, 412}),
+            "POST /v1/chat/completions 200 prompt=17 completion=8 412ms");
+  EXPECT_EQ(access_line(AccessRecord{"GET", "/a\x01" "b", 404, 0, 0, 0}), "GET /a?b 404 prompt=0 completion=0 0ms");
+  EXPECT_EQ(access_line(AccessRecord{"GET", "/" + std::string(300, 'x'), 404, 0, 0, 1}),
+            "GET /" + std::string(199, 'x') + "... 404 prompt=0 completion=0 1ms");
 }
 
 TEST(ServeOpenAiApi, ResponseAndChunkBodiesHaveOpenAisShape) {
