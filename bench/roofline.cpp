@@ -5,10 +5,13 @@
 //      int8): prefill of --prompt tokens (GFLOP/s vs the bf16 peak), then
 //      --steps decode steps after it (bytes of weights + KV read per token
 //      vs the measured bandwidth: % of the roofline)
-//   4. with --kernels: each decode GEMV and prefill matmul alone on the
+//   4. the decode ratios between the dtypes, their steps alternated round by
+//      round (bench_alternating; only this with --alternate-only)
+//   5. with --kernels: each decode GEMV and prefill matmul alone on the
 //      models' shapes (matrices rotated over copies that overflow the LLC)
 // Usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]
 //                       [--models a,b] [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels]
+//                       [--alternate-only]
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -80,6 +83,7 @@ struct Options {
   int repeats = 5;
   bool quick = false;
   bool kernels = false;
+  bool alternate_only = false;
   int prompt = 512;
   int steps = 32;
   std::vector<std::string> models = {"qwen2.5-0.5b", "qwen2.5-1.5b"};
@@ -467,6 +471,110 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
   return true;
 }
 
+// The decode ratios between dtypes, measured step by step in turn: every
+// dtype of a model loaded at once, then round k runs one decode step of each.
+// On a shared machine the CPU share and the memory bus left to us change from
+// second to second; a dtype measured a minute after another can be 2x off
+// (bench_engine's tables, one dtype after the other, differ that way from
+// run to run), while neighbouring steps see nearly the same machine. Each
+// round gives one ratio; the median and the spread (min, max) of those are
+// printed, in wall time and in CPU time per thread ("excl.": the rate with
+// the cores to ourselves).
+struct AlternatingRun {
+  std::string dtype;
+  std::unique_ptr<WeightSource> weights;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Sequence> seq;
+  int32_t next = 0;
+  std::vector<double> wall_ms, cpu_ms;
+};
+
+bool start_alternating(const ModelConfig& config, const std::string& dtype, const Options& opt,
+                       const std::vector<int>& cpus, AlternatingRun* run) {
+  WeightFormat format;
+  if (!parse_weight_format(dtype, &format)) return false;
+  run->dtype = dtype;
+  run->weights = make_fake_weights(config, 0);
+  ModelOptions options;
+  options.dtype = format;
+  options.kv = KvFormat::bf16;
+  options.cpus = cpus;
+  options.max_context = opt.prompt + opt.steps + 1;
+  auto loaded = Model::load(*run->weights, options);
+  if (!loaded) {
+    std::fprintf(stderr, "bench_roofline: %s: %s\n", dtype.c_str(), loaded.error().message.c_str());
+    return false;
+  }
+  run->model = std::move(*loaded);
+  const int vocab = run->model->config().vocab;
+  std::vector<int32_t> prompt(opt.prompt);
+  for (int i = 0; i < opt.prompt; ++i) prompt[i] = static_cast<int32_t>((1000003ll * (i + 1)) % vocab);
+  run->seq = run->model->new_sequence(opt.prompt + opt.steps + 1);
+  const Chunk chunk{run->seq.get(), prompt};
+  auto logits = run->model->forward({&chunk, 1});
+  if (!logits) return false;
+  run->next = argmax(*logits);
+  return true;
+}
+
+bool alternating_step(AlternatingRun& run) {
+  const Chunk chunk{run.seq.get(), {&run.next, 1}};
+  xft::Expected<std::span<float>> logits = std::span<float>();
+  const Timing t = timed(run.model->pool(), [&] { logits = run.model->forward({&chunk, 1}); });
+  if (!logits) return false;
+  run.next = argmax(*logits);
+  run.wall_ms.push_back(t.wall * 1e3);
+  run.cpu_ms.push_back(t.cpu_per_thread * 1e3);
+  return true;
+}
+
+// "median [min, max]" of a[k] / b[k] over the rounds (b is the faster one's time).
+std::string ratio_spread(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (size_t k = 0; k < std::min(a.size(), b.size()); ++k) r.push_back(a[k] / b[k]);
+  if (r.empty()) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2fx [%.2f, %.2f]", median(r), *std::min_element(r.begin(), r.end()),
+                *std::max_element(r.begin(), r.end()));
+  return text;
+}
+
+void bench_alternating(const Options& opt, const std::vector<int>& cpus) {
+  for (const std::string& preset : opt.models) {
+    auto config = fake_model_config(preset);
+    if (!config) continue;
+    std::vector<AlternatingRun> runs(opt.dtypes.size());
+    bool ok = true;
+    for (size_t d = 0; d < runs.size() && ok; ++d) {
+      std::fprintf(stderr, "bench_roofline: %s %s (alternating) ...\n", preset.c_str(), opt.dtypes[d].c_str());
+      ok = start_alternating(*config, opt.dtypes[d], opt, cpus, &runs[d]);
+    }
+    if (!ok || runs.size() < 2) continue;
+    for (int step = 0; step < opt.steps && ok; ++step) {
+      for (auto& run : runs) ok = ok && alternating_step(run);
+    }
+    if (!ok) continue;
+    std::printf("\n== %s decode, dtypes alternated step by step (%d rounds after a %d-token prompt, %d threads) ==\n",
+                preset.c_str(), opt.steps, opt.prompt, static_cast<int>(cpus.size()));
+    std::printf("%-5s %9s %9s %8s %8s %6s\n", "dtype", "ms/token", "tok/s", "excl. ms", "excl.t/s", "share");
+    for (const auto& run : runs) {
+      const double wall = median(run.wall_ms), cpu = median(run.cpu_ms);
+      std::printf("%-5s %9.1f %9.2f %8.1f %8.2f %5.0f%%\n", run.dtype.c_str(), wall, 1e3 / wall, cpu, 1e3 / cpu,
+                  100.0 * cpu / wall);
+    }
+    for (const auto& a : runs) {
+      for (const auto& b : runs) {
+        const bool pair = (a.dtype == "bf16" && (b.dtype == "int8" || b.dtype == "int4")) ||
+                          (a.dtype == "int8" && b.dtype == "int4");
+        if (!pair) continue;
+        std::printf("ratio %s %s/%s alternating: decode speed %s wall, %s excl. (median [min, max] over rounds)\n",
+                    preset.c_str(), b.dtype.c_str(), a.dtype.c_str(), ratio_spread(a.wall_ms, b.wall_ms).c_str(),
+                    ratio_spread(a.cpu_ms, b.cpu_ms).c_str());
+      }
+    }
+  }
+}
+
 // Runs every model x dtype, then prints the table against the best read
 // bandwidth seen in the whole run (the passes beside the decode steps
 // included) and the bf16 peak per CPU-second (a register-only loop: what the
@@ -538,6 +646,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else if (arg == "--repeats") opt->repeats = std::max(1, std::atoi(next("--repeats")));
     else if (arg == "--quick") opt->quick = true;
     else if (arg == "--kernels") opt->kernels = true;
+    else if (arg == "--alternate-only") opt->alternate_only = true;
     else if (arg == "--prompt") opt->prompt = std::max(1, std::atoi(next("--prompt")));
     else if (arg == "--steps") opt->steps = std::max(2, std::atoi(next("--steps")));
     else if (arg == "--models") opt->models = split_commas(next("--models"));
@@ -545,7 +654,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else {
       std::fprintf(stderr,
                    "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick] [--models a,b]\n"
-                   "                      [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels]\n");
+                   "                      [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels] [--alternate-only]\n");
       return false;
     }
   }
@@ -574,6 +683,10 @@ int main(int argc, char** argv) {
   std::printf("columns: wall-clock figures; \"excl.\" = work / CPU time per thread (the rate with the cores to\n"
               "ourselves); share = CPU time / (wall x threads), below 100%% when the machine is shared\n");
 
+  if (opt.alternate_only) {
+    bench_alternating(opt, cpus);
+    return 0;
+  }
   ReadProbe probe(pool, opt.mem_gib);
   const Rate bandwidth = measure_read_bandwidth(probe, opt);
   std::printf("\n== machine ==\n");
@@ -599,6 +712,7 @@ int main(int argc, char** argv) {
       {"0.5B lm_head", 151936, 896},
   };
   bench_engine(opt, cpus, probe, std::max(bf16_peak.wall, bf16_peak.excl));
+  bench_alternating(opt, cpus);
   if (opt.kernels) {
     bench_gemv(pool, opt, bandwidth, shapes);
     bench_matmul(pool, opt, bf16_peak, shapes);
