@@ -10,7 +10,7 @@
 #   env: XFTCTL (default build/cli/xftctl), BENCH_ROOFLINE (default build/bench/bench_roofline,
 #        "skip" to leave it out), ROOFLINE_ARGS (extra bench_roofline flags),
 #        DTYPES (default "bf16 int8 int4"), INPUT_TOKENS (512), OUTPUT_TOKENS (32), ITERS (2),
-#        ROUNDS (1: each dtype once; more alternate the dtypes and keep each one's best decode)
+#        ROUNDS (1: each dtype once; more alternate the dtypes, ratios per round and of the best)
 # Measure on a quiet machine: `taskset -c 0,1 bench/engine_bench.sh`.
 #
 # "weights GB/s" is the CLI's decode_weight_bytes_per_token (every projection
@@ -48,15 +48,20 @@ print(f"{sys.argv[2]:<6} {j.get('format', sys.argv[2]):<10} {j['first_token_ms']
 PY
   done
 done
-# Ratios of the best decode of each dtype in this run (same shape, same machine state as far as
-# alternating rounds can make it), and of resident memory.
-python3 - "$tmp" $dtypes <<'PY'
-import glob, json, sys
-best = {}
-for d in sys.argv[2:]:
-    runs = [json.load(open(f)) for f in glob.glob(f"{sys.argv[1]}/{d}.*.json")]
-    best[d] = (max(r["decode_tokens_per_s"] for r in runs), min(max(r["rss_mib_per_rank"]) for r in runs))
+# Ratios: of the best decode of each dtype in this run, and round by round (the
+# dtypes of one round ran one after the other, the closest this loop gets to
+# the same machine state: median [min, max] over the rounds); resident memory.
+# bench_roofline's "alternating" lines interleave single steps instead, and
+# also give the CPU-time ("excl.") ratio, which a busy machine disturbs less.
+python3 - "$tmp" "${ROUNDS:-1}" $dtypes <<'PY'
+import json, statistics, sys
+tmp, rounds, dtypes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+runs = {d: [json.load(open(f"{tmp}/{d}.{r}.json")) for r in range(1, rounds + 1)] for d in dtypes}
 for a, b in (("int4", "int8"), ("int4", "bf16"), ("int8", "bf16")):
-    if a in best and b in best:
-        print(f"ratio {a}/{b}: decode {best[a][0] / best[b][0]:.2f}x, resident memory {best[a][1] / best[b][1]:.2f}x")
+    if a in runs and b in runs:
+        best = max(r["decode_tokens_per_s"] for r in runs[a]) / max(r["decode_tokens_per_s"] for r in runs[b])
+        per_round = [x["decode_tokens_per_s"] / y["decode_tokens_per_s"] for x, y in zip(runs[a], runs[b])]
+        rss = min(max(r["rss_mib_per_rank"]) for r in runs[a]) / min(max(r["rss_mib_per_rank"]) for r in runs[b])
+        print(f"ratio {a}/{b}: decode {best:.2f}x best of each, {statistics.median(per_round):.2f}x "
+              f"[{min(per_round):.2f}, {max(per_round):.2f}] per round; resident memory {rss:.2f}x")
 PY
