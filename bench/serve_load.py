@@ -180,7 +180,7 @@ def main():
     ap.add_argument("--idle", type=int, default=0, help="first: the cost of this many idle connections")
     ap.add_argument("--pid", type=int, help="the server's pid (for --idle)")
     ap.add_argument("--chat-turns", type=int, default=0, help="last: this many two-turn chats (prefix reuse)")
-    ap.add_argument("--chat-history-words", type=int, default=125)
+    ap.add_argument("--chat-history-words", type=int, default=85)
     ap.add_argument("--chat-new-words", type=int, default=5)
     a = ap.parse_args()
     if a.idle:
