@@ -12,6 +12,7 @@
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
 #include "engine/model/generate.h"
+#include "engine/serve/metrics.h"
 #include "engine/serve/prefix_cache.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/step_plan.h"
@@ -323,6 +324,21 @@ TEST(ServePrefixCache, EveryRankReusesTheSamePrefixInTheSameStep) {
   EXPECT_EQ(warm, cold);
   EXPECT_EQ(cold_stats.lookups, 0u);
   EXPECT_EQ(warm_stats.hit_tokens, static_cast<uint64_t>(4 * kBlock));
+}
+
+TEST(ServePrefixCache, MetricsShowLookupsHitsReusedTokensEvictionsAndSize) {
+  SchedulerCounters counters;
+  counters.prefix_cache = PrefixCacheStats{3, 2, 96, 5, 12288, 3};
+  Metrics metrics;
+  const std::string text = metrics.render(counters);
+  for (const char* line : {"# TYPE xftctl_prefix_cache_lookups_total counter\nxftctl_prefix_cache_lookups_total 3\n",
+                           "# TYPE xftctl_prefix_cache_hits_total counter\nxftctl_prefix_cache_hits_total 2\n",
+                           "# TYPE xftctl_prefix_cache_hit_tokens_total counter\nxftctl_prefix_cache_hit_tokens_total 96\n",
+                           "# TYPE xftctl_prefix_cache_evictions_total counter\nxftctl_prefix_cache_evictions_total 5\n",
+                           "# TYPE xftctl_prefix_cache_bytes gauge\nxftctl_prefix_cache_bytes 12288\n",
+                           "# TYPE xftctl_prefix_cache_blocks gauge\nxftctl_prefix_cache_blocks 3\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
 }
 
 }  // namespace
