@@ -1,6 +1,10 @@
 // Timings of the engine's small kernels and of the thread pool itself, on
-// Qwen2.5-0.5B/1.5B shapes: the costs a decode step pays besides the GEMVs.
-// Usage: bench_kernels [--threads N]
+// Qwen2.5-0.5B/1.5B shapes: the costs a decode step pays besides the GEMVs;
+// and the projections of Qwen2.5-0.5B for several batch sizes through both
+// prefill paths: the batch-invariant kernels (forward_gemv, what the server
+// runs) and oneDNN (forward_matmul), with their ratio.
+// Usage: bench_kernels [--threads N] [--only pool|ops|attention|linear] [--dtype F]
+//                      [--shape qkv|o|gate_up|down] [--m 1,17,512]
 #include <time.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 
 #include "engine/kernels/attention.h"
 #include "engine/kernels/cpu_features.h"
+#include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/thread_pool.h"
 
@@ -119,16 +124,89 @@ void bench_pool(ThreadPool& pool) {
   std::printf("empty region, workers asleep (futex wake): %6.2f us\n", wake[wake.size() / 2]);
 }
 
+struct LinearShape {
+  const char* name;
+  int in, out;
+};
+
+// GFLOP/s of y[m][out] = x[m][in] · Wᵀ done in `us` microseconds.
+double gflops(const LinearShape& s, int m, double us) { return 2.0 * m * s.in * s.out / (us * 1e3); }
+
+// Fastest of `calls` calls: on a shared machine the minimum is the figure
+// least disturbed by other work.
+template <class F>
+double best_us(int calls, F&& call) {
+  double best = 1e300;
+  for (int i = 0; i < calls; ++i) {
+    const double t0 = now_seconds();
+    call();
+    best = std::min(best, (now_seconds() - t0) * 1e6);
+  }
+  return best;
+}
+
+// shape_filter: a projection name or empty for all; batch sizes: m_list or the defaults.
+void bench_linear(ThreadPool& pool, WeightFormat format, const std::string& shape_filter, std::vector<int> m_list) {
+  std::printf("\n== projections of Qwen2.5-0.5B, %s weights: batch-invariant kernels vs oneDNN ==\n",
+              weight_format_name(format));
+  std::printf("(fastest of several calls; own: forward_gemv, oneDNN: forward_matmul)\n");
+  std::printf("%-8s %5s %5s %5s %11s %8s %11s %8s %10s\n", "proj", "in", "out", "m", "own us", "GFLOP/s",
+              "oneDNN us", "GFLOP/s", "own/oneDNN");
+  const LinearShape shapes[] = {{"qkv", 896, 1152}, {"o", 896, 896}, {"gate_up", 896, 9728}, {"down", 4864, 896}};
+  if (m_list.empty()) m_list = {1, 4, 8, 17, 64, 512};
+  for (const LinearShape& s : shapes) {
+    if (!shape_filter.empty() && shape_filter != s.name) continue;
+    const auto w = random_vector(static_cast<size_t>(s.out) * s.in, 11);
+    const Linear linear(w.data(), s.out, s.in, format);
+    for (int m : m_list) {
+      const auto x = random_vector(static_cast<size_t>(m) * s.in, 12);
+      std::vector<float> y(static_cast<size_t>(m) * s.out);
+      const int calls = std::max(5, std::min(200, 20000 / m));
+      const double own = best_us(calls, [&] { linear.forward_gemv(x.data(), m, y.data(), pool); });
+      const double dnnl = best_us(calls, [&] { linear.forward_matmul(x.data(), m, y.data(), pool); });
+      std::printf("%-8s %5d %5d %5d %11.1f %8.1f %11.1f %8.1f %10.2f\n", s.name, s.in, s.out, m, own,
+                  gflops(s, m, own), dnnl, gflops(s, m, dnnl), dnnl / own);
+    }
+  }
+  std::printf("(own/oneDNN > 1: the batch-invariant kernels are faster)\n");
+}
+
+// "1,17,512" -> {1, 17, 512}; anything that is not a positive count is dropped.
+std::vector<int> parse_counts(const std::string& text) {
+  std::vector<int> counts;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const int n = std::atoi(text.substr(at, comma - at).c_str());
+    if (n > 0) counts.push_back(n);
+    at = comma + 1;
+  }
+  return counts;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
+  std::string only, shape;
+  std::vector<int> m_list;
+  WeightFormat format = WeightFormat::bf16;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--threads" && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (arg == "--shape" && i + 1 < argc) {
+      shape = argv[++i];
+    } else if (arg == "--m" && i + 1 < argc) {
+      m_list = parse_counts(argv[++i]);
+    } else if (arg == "--dtype" && i + 1 < argc && parse_weight_format(argv[i + 1], &format)) {
+      ++i;
     } else {
-      std::fprintf(stderr, "usage: bench_kernels [--threads N]\n");
+      std::fprintf(stderr,
+                   "usage: bench_kernels [--threads N] [--only pool|ops|attention|linear] "
+                   "[--dtype f32|bf16|f16|int8|int4] [--shape qkv|o|gate_up|down] [--m 1,17,512]\n");
       return 1;
     }
   }
@@ -136,8 +214,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < threads; ++i) cpus.push_back(i % static_cast<int>(std::thread::hardware_concurrency()));
   ThreadPool pool(threads, cpus);
   std::printf("kernel family: %s, threads: %d\n", isa_name(active_isa()), pool.size());
-  bench_pool(pool);
-  bench_ops(pool);
-  bench_attention(pool);
+  if (only.empty() || only == "pool") bench_pool(pool);
+  if (only.empty() || only == "ops") bench_ops(pool);
+  if (only.empty() || only == "attention") bench_attention(pool);
+  if (only.empty() || only == "linear") bench_linear(pool, format, shape, m_list);
   return 0;
 }

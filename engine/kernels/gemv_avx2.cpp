@@ -1,36 +1,15 @@
 // AVX2 + FMA + F16C decode kernels for every weight format (x stays float).
 // R rows x M inputs of 8-wide accumulators; rows are padded to 64 elements so
-// the inner loop has no tail.
-#include <immintrin.h>
-
-#include "engine/kernels/linear_internal.h"
-
-#define XFT_AVX2 __attribute__((target("avx2,fma,f16c")))
+// the inner loop has no tail. Each output has one accumulator over the whole
+// row whatever R and M are, so an input's result does not depend on what
+// shares the call; gemm_avx2.cpp keeps that order for larger batches.
+#include "engine/kernels/gemm_avx2_dot.h"
 
 namespace xft::engine {
 namespace {
 
-template <WeightFormat F>
-XFT_AVX2 inline __m256 load_w8(const PackedWeight& w, int r, int c) {
-  if constexpr (F == WeightFormat::f32) {
-    return _mm256_loadu_ps(w.row<float>(r) + c);
-  } else if constexpr (F == WeightFormat::bf16) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.row<uint16_t>(r) + c));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-  } else if constexpr (F == WeightFormat::f16) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.row<uint16_t>(r) + c)));
-  } else {
-    const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.row<int8_t>(r) + c));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
-  }
-}
-
-XFT_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using avx2_dot::finish;
+using avx2_dot::load_w8;
 
 template <WeightFormat F, int R, int M>
 XFT_AVX2 void rows_kernel(const PackedWeight& w, const float* x, float* y, int r0) {
@@ -52,11 +31,8 @@ XFT_AVX2 void rows_kernel(const PackedWeight& w, const float* x, float* y, int r
   }
   #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    const int r = r0 + i;
-    const float scale = w.scales.empty() ? 1.0f : w.scales[r];
-    const float bias = w.bias.empty() ? 0.0f : w.bias[r];
     #pragma GCC unroll 16
-    for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = hsum(acc[i][j]) * scale + bias;
+    for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r0 + i] = finish(w, r0 + i, acc[i][j]);
   }
 }
 

@@ -157,6 +157,9 @@ const void* stage_x(const PackedWeight& w, const float* x, int m) {
   AlignedBuffer& buffer = x_scratch();
   if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
   if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
+  // Float rows already a multiple of kRowAlign long (every Qwen width) are
+  // the staged layout as they are: no copy of a whole prompt.
+  if (!w.use_bf16_dot && w.in == w.ld) return x;
   const size_t elem = w.use_bf16_dot ? 2 : 4;
   buffer.resize(static_cast<size_t>(m) * w.ld * elem);
   for (int r = 0; r < m; ++r) {
@@ -221,15 +224,22 @@ void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, i
   }
 }
 
+// The batch-invariant GEMM of a decode kernel, where there is one: null
+// sends larger batches to gemv_groups.
+GemvKernel pick_gemm(GemvKernel gemv) { return gemv == gemv_avx2 ? gemm_avx2 : nullptr; }
+
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   const GemvKernel kernel = pick_gemv(w);
+  const GemvKernel gemm = m > kGemvMaxRows ? pick_gemm(kernel) : nullptr;
   const void* staged = stage_x(w, x, m);
-  const int tasks = (w.out + kRowsPerTask - 1) / kRowsPerTask;
+  const int rows_per_task = gemm ? gemm_avx2_panel_rows(w) : kRowsPerTask;
+  const int tasks = (w.out + rows_per_task - 1) / rows_per_task;
   // Balanced: a thread that starts late or streams slower hands the rest of
   // its rows to the other instead of making it wait at the end of the call.
   pool.parallel_for_balanced(tasks, [&](int begin, int end) {
-    const int rb = begin * kRowsPerTask, re = std::min(w.out, end * kRowsPerTask);
-    if (m <= kGemvMaxRows) kernel(w, staged, m, y, rb, re);
+    const int rb = begin * rows_per_task, re = std::min(w.out, end * rows_per_task);
+    if (gemm) gemm(w, staged, m, y, rb, re);
+    else if (m <= kGemvMaxRows) kernel(w, staged, m, y, rb, re);
     else gemv_groups(kernel, w, staged, m, y, rb, re);
   });
 }
@@ -328,9 +338,18 @@ void Linear::forward_matmul(const float* x, int m, float* y, ThreadPool& pool) c
   }
 }
 
+bool Linear::prefill_batch_invariant() const {
+  // Without bf16 matmul oneDNN widens the same weight tiles to float and runs
+  // the same FMAs as gemm_avx2, which needs no tiles and keeps its panel in
+  // L2: bench_kernels --only linear measures the AVX2 GEMM ahead for every
+  // format and prefill size. With bf16 matmul (AVX-512) oneDNN runs half-width
+  // products the batch-invariant kernels do not have.
+  return packed_ && pick_gemm(pick_gemv(*packed_)) != nullptr && !onednn_bf16_matmul_available();
+}
+
 void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
   if (m <= 0) return;
-  if (m <= kGemvMaxRows) forward_gemv(x, m, y, pool);
+  if (m <= kGemvMaxRows || prefill_batch_invariant()) forward_gemv(x, m, y, pool);
   else forward_matmul(x, m, y, pool);
 }
 

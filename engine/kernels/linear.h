@@ -1,14 +1,27 @@
 // A dense projection y[m, out] = x[m, in] · Wᵀ + b with the weight packed once
 // at load time into the format the kernels stream.
 //
-// Two regimes:
-//  * decode (m <= kGemvMaxRows): hand-written GEMV kernels read the weight
-//    exactly once per call, all pool threads splitting the output rows;
-//  * prefill (m > kGemvMaxRows): oneDNN matmul, one single-threaded call per
-//    pool thread on its slice of output columns, primitives cached per shape.
-//    bf16 matmul where oneDNN has it (AVX-512), else float weight tiles and
-//    f32 matmul (exact weights, float x). XFT_ISA=scalar uses the decode
-//    kernel in chunks of kGemvMaxRows rows instead.
+// Two families of kernels:
+//  * batch-invariant (forward_gemv): an input's result is bit for bit the
+//    same whatever else shares the call. m <= kGemvMaxRows: the decode GEMV
+//    kernels, which read the weight exactly once per call, all pool threads
+//    splitting the output rows. Larger m on AVX2 (f32, bf16, f16, int8:
+//    gemm_avx2.cpp): a register-blocked GEMM that keeps the decode kernel's
+//    summation order per output, over L2-sized panels of weight rows shared
+//    out to the threads; elsewhere (AVX-512, int4, scalar) the decode kernel
+//    in groups of kGemvMaxRows inputs over a few cached rows at a time.
+//  * oneDNN matmul (forward_matmul): one single-threaded call per pool thread
+//    on its slice of output columns, primitives cached per shape; bf16
+//    matmul where oneDNN has it (AVX-512), else float weight tiles and f32
+//    matmul (exact weights, float x). XFT_ISA=scalar uses the decode kernel.
+// Which one runs:
+//  * the server (ModelOptions::batch_invariant, `run qwen --batch-invariant`)
+//    calls forward_gemv for every m: decode and prefill rows alike;
+//  * forward (plain prefill, `--no-batch-invariant`, `run qwen --bench`):
+//    m <= kGemvMaxRows the decode kernels; larger m the AVX2 GEMM where it
+//    exists and oneDNN has no bf16 matmul (oneDNN would run the same float
+//    FMAs on widened tiles, measured slower: bench_kernels --only linear),
+//    else oneDNN (prefill_batch_invariant() says which).
 // Fused projections: pass several LinearBlocks (q/k/v or gate/up rows); the
 // output row holds the blocks' columns one after the other.
 // The LM head for prefill: only the last position's logits are needed, so
@@ -16,8 +29,9 @@
 //
 // Numerics per format (what tests/unit/engine/kernels_linear_test.cpp checks):
 //  * f32:  float FMA, float accumulation (oneDNN f32 matmul for prefill).
-//  * bf16: weight kept bf16. AVX512-BF16 decode and all prefill round x to
-//    bf16 once (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar decode keep x float.
+//  * bf16: weight kept bf16. AVX512-BF16 decode and oneDNN bf16 prefill round
+//    x to bf16 once (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar kernels and
+//    the AVX2 GEMM keep x float.
 //  * f16:  weight kept IEEE half; decode converts it to float (F16C) and
 //    keeps x float; bf16 prefill rounds weight tiles and x to bf16
 //    (|error| <= 2^-7 · Σ|x_i w_i|).
@@ -83,7 +97,8 @@ struct LinearBlock {
   const Int4Rows* int4 = nullptr;
 };
 
-// Largest m served by the GEMV kernels; larger batches go to oneDNN.
+// Largest m served by the GEMV kernels as they are; larger batches go to the
+// batch-invariant GEMM or oneDNN (see the top of this file).
 constexpr int kGemvMaxRows = 4;
 // Activation block of the int8 VNNI decode kernel (one scale per block).
 constexpr int kInt8Block = 64;
@@ -126,12 +141,15 @@ class Linear {
   std::string kernel_name() const;
   bool empty() const { return packed_ == nullptr; }
 
-  // The decode kernels for any m (benchmarks, tests, and the server's
-  // batch-invariant decode): above kGemvMaxRows the inputs go in groups of
-  // four over a few cached rows at a time, so the weight is streamed once.
+  // The batch-invariant kernels for any m (the server's decode and prefill,
+  // benchmarks, tests): row i of y is bit for bit what forward_gemv gives x
+  // row i alone. Above kGemvMaxRows the AVX2 GEMM, or the decode kernel in
+  // groups of four inputs over a few cached rows at a time.
   void forward_gemv(const float* x, int m, float* y, ThreadPool& pool) const;
-  // The prefill path alone for any m >= 1 (benchmarks and tests).
+  // The oneDNN path alone for any m >= 1 (benchmarks and tests).
   void forward_matmul(const float* x, int m, float* y, ThreadPool& pool) const;
+  // Whether forward() sends m > kGemvMaxRows to forward_gemv (else oneDNN).
+  bool prefill_batch_invariant() const;
 
   const PackedWeight& packed() const { return *packed_; }
   // Row r of the weight as used (dequantized for int8/int4), [in] floats in

@@ -1,6 +1,7 @@
-// Linear (GEMV decode kernels and the oneDNN prefill path) against a plain
-// double-precision reference, for every weight format, every ISA family this
-// CPU has, odd shapes and batch sizes on both sides of kGemvMaxRows.
+// Linear (the batch-invariant kernels: decode GEMV, AVX2 GEMM, and the oneDNN
+// prefill path) against a plain double-precision reference, for every weight
+// format, every ISA family this CPU has, odd shapes and batch sizes on both
+// sides of kGemvMaxRows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,12 +46,11 @@ std::vector<double> effective_weight(const std::vector<float>& w, int out, int i
   return e;
 }
 
-// Relative error bound (times Σ|x_i w_i|) of the path `forward` takes:
-// decode with vdpbf16ps and bf16 prefill round x to bf16 (2^-9 relative);
-// f16 prefill also rounds the weight to bf16; everything else is exact up
-// to float accumulation.
-double tolerance(WeightFormat f, Isa isa, int m, int in) {
-  const bool onednn = m > kGemvMaxRows && isa != Isa::scalar;
+// Relative error bound (times Σ|x_i w_i|) of a path: decode with vdpbf16ps
+// and bf16 oneDNN prefill round x to bf16 (2^-9 relative); f16 prefill also
+// rounds the weight to bf16; everything else is exact up to float
+// accumulation.
+double tolerance(WeightFormat f, Isa isa, bool onednn, int in) {
   const bool bf16_prefill = onednn && f != WeightFormat::f32 && onednn_bf16_matmul_available();
   const bool bf16_decode = !onednn && f == WeightFormat::bf16 && isa == Isa::avx512 && cpu_features().avx512_bf16;
   const double accumulate = 2.0 * in * 6e-8 + 1e-6;
@@ -63,8 +63,8 @@ double tolerance(WeightFormat f, Isa isa, int m, int in) {
 // The int8 decode kernel on AVX512-VNNI quantizes x per kInt8Block block:
 // |x - sx·t| <= sx/2 with sx = max|x_block| / 127, so row r may be off by
 // Σ_blocks sx/2 · Σ_block |w_eff|.
-bool int8_quantizes_x(WeightFormat f, Isa isa, int m) {
-  return f == WeightFormat::int8 && isa == Isa::avx512 && cpu_features().avx512_vnni && m <= kGemvMaxRows;
+bool int8_quantizes_x(WeightFormat f, Isa isa, bool onednn) {
+  return f == WeightFormat::int8 && isa == Isa::avx512 && cpu_features().avx512_vnni && !onednn;
 }
 
 double x_quantization_bound(const float* x, const double* w_row, int in) {
@@ -81,8 +81,12 @@ double x_quantization_bound(const float* x, const double* w_row, int in) {
   return bound;
 }
 
+enum class Path { forward, gemv };
+
+// y = forward(x) (or forward_gemv) against the double reference within the
+// bound of the path that ran.
 void check_linear(WeightFormat format, Isa isa, int in, int out, int m, bool with_bias, ThreadPool& pool,
-                  std::mt19937& rng) {
+                  std::mt19937& rng, Path path = Path::forward) {
   const auto w = random_vector(size_t(out) * in, rng);
   const auto bias = random_vector(out, rng);
   const auto x = random_vector(size_t(m) * in, rng, -2.0f, 2.0f);
@@ -91,10 +95,13 @@ void check_linear(WeightFormat format, Isa isa, int in, int out, int m, bool wit
   ASSERT_EQ(linear.in(), in);
   ASSERT_EQ(linear.isa(), isa);
   std::vector<float> y(size_t(m) * out, std::nanf(""));
-  linear.forward(x.data(), m, y.data(), pool);
+  if (path == Path::gemv) linear.forward_gemv(x.data(), m, y.data(), pool);
+  else linear.forward(x.data(), m, y.data(), pool);
+  const bool onednn =
+      path == Path::forward && m > kGemvMaxRows && isa != Isa::scalar && !linear.prefill_batch_invariant();
 
   const auto e = effective_weight(w, out, in, format);
-  const double tol = tolerance(format, isa, m, in);
+  const double tol = tolerance(format, isa, onednn, in);
   for (int i = 0; i < m; ++i) {
     for (int r = 0; r < out; ++r) {
       double ref = with_bias ? bias[r] : 0.0;
@@ -105,12 +112,13 @@ void check_linear(WeightFormat format, Isa isa, int in, int out, int m, bool wit
         magnitude += std::fabs(p);
       }
       const double got = y[size_t(i) * out + r];
-      const double x_bound = int8_quantizes_x(format, isa, m)
+      const double x_bound = int8_quantizes_x(format, isa, onednn)
                                  ? x_quantization_bound(&x[size_t(i) * in], &e[size_t(r) * in], in)
                                  : 0.0;
       ASSERT_NEAR(got, ref, tol * magnitude + x_bound + 1e-6)
           << weight_format_name(format) << " isa=" << isa_name(isa) << " in=" << in << " out=" << out
-          << " m=" << m << " row=" << i << " col=" << r << " kernel=" << linear.kernel_name();
+          << " m=" << m << " row=" << i << " col=" << r << " kernel=" << linear.kernel_name()
+          << (path == Path::gemv ? " forward_gemv" : onednn ? " oneDNN" : " forward");
     }
   }
 }
@@ -126,6 +134,27 @@ TEST(KernelsLinear, MatchesDoubleReferenceOnOddShapesForEveryFormatAndIsa) {
           for (int m : {1, 2, 3, 4, 17, 130}) {
             if (size_t(in) * out * m > 4'000'000) continue;  // keep the sanitizer run short
             check_linear(format, isa, in, out, m, (in + out + m) % 2 == 0, pool, rng);
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The batch-invariant path for large batches (the AVX2 GEMM, else the decode
+// kernel in groups) whatever forward() picks: K blocks, panels split over
+// three workers, inputs in chunks with a tail, rows already padded (no copy).
+TEST(KernelsLinear, BatchInvariantKernelsMatchDoubleReferenceForLargeBatches) {
+  std::mt19937 rng(4321);
+  ThreadPool pool(3);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8}) {
+      for (int in : {64, 130, 320, 1000}) {
+        for (int out : {1, 7, 130}) {
+          for (int m : {5, 6, 7, 13, 64}) {
+            check_linear(format, isa, in, out, m, (in + m) % 2 == 0, pool, rng, Path::gemv);
             if (HasFatalFailure()) return;
           }
         }
