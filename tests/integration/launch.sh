@@ -97,7 +97,7 @@ expect_eq "local: a failing rank makes launch exit 2" 2 "$rc"
 expect_contains "local: the failing rank is named" \
   "xftctl: rank 1 ($me, localhost) exited with code 7; mpirun stopped every other rank" "$err"
 expect_contains "local: its last stderr lines are shown" \
-  $'last stderr of rank 1:\n  loading shard 1\n  shard 1 is corrupt' "$err"
+  $'xftctl: last stderr of rank 1:\nxftctl:   loading shard 1\nxftctl:   shard 1 is corrupt' "$err"
 ((SECONDS - start < 40)) && pass "local: the other rank did not keep the launch waiting" ||
   fail "local: failing launch took $((SECONDS - start)) s"
 
@@ -188,7 +188,7 @@ set -e
 expect_eq "cluster: a failing remote rank makes launch exit 2" 2 "$rc"
 expect_contains "cluster: the failing host and rank are named" \
   "xftctl: rank 5 (h03, $HOST_H03_ADDR) exited with code 9; mpirun stopped every other rank" "$err"
-expect_contains "cluster: with its stderr" $'last stderr of rank 5:\n  rank five: out of memory' "$err"
+expect_contains "cluster: with its stderr" $'xftctl: last stderr of rank 5:\nxftctl:   rank five: out of memory' "$err"
 
 # --- 2 hosts, a key path and a known_hosts path with a space -------------------
 mkdir -p "$work/key dir" "$work/kh dir" "$work/agent-tmp"
