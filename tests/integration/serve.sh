@@ -8,6 +8,9 @@
 # the queue limit (429), /metrics and a clean stop on SIGTERM. Browser rules
 # (Host, Origin) and the warning for a public address without a key; a
 # 2-rank server whose key reached its ranks through the environment only.
+# As clients call it: IPv6 and --host/--port, raw HTTP/1.0 and chunked
+# bodies, --served-model-name, the fields SDKs send by default, errors in
+# OpenAI's shape, stable completion_tokens with stop strings, the access log.
 set -euo pipefail
 : "${XFTCTL:?path of the xftctl binary}"
 : "${XFT_SOURCE_DIR:?source tree}"
@@ -37,15 +40,17 @@ for p in "Hello" "Good morning" "Hi" "Tell me a story" "Question 7" "abc" "What 
 done
 [ -n "$long_prompt" ] || fail "no candidate prompt's 200-token answer has a control token"
 
-# start_server LOG ARGS...: starts the server on a free port of ${ADDR:-127.0.0.1}, sets PORT and SERVER_PID.
+# start_server LOG ARGS...: starts the server on a free port of ${ADDR:-127.0.0.1} (or as ${LISTEN} says), sets PORT and SERVER_PID.
 start_server() {
   local log=$1; shift
-  "$XFTCTL" run qwen --model "$tmp/m" --serve "${ADDR:-127.0.0.1}:0" "$@" 2>"$log" &
+  local listen  # ${LISTEN} (flags, split at spaces, never globbed: [::1]) or --serve ${ADDR}:0
+  read -ra listen <<<"${LISTEN:---serve ${ADDR:-127.0.0.1}:0}"
+  "$XFTCTL" run qwen --model "$tmp/m" "${listen[@]}" "$@" 2>"$log" &
   SERVER_PID=$!
   pids+=("$SERVER_PID")
   for _ in $(seq 1 600); do
     # Under mpirun, rank 0's lines come tagged "[rank 0 host] ".
-    PORT=$(sed -n 's|^.*xftctl: serving .* on http://[0-9.]*:\([0-9]*\) .*|\1|p' "$log")
+    PORT=$(sed -n 's|^.*xftctl: serving .* on http://[^ ]*:\([0-9]*\) .*|\1|p' "$log")
     [ -n "$PORT" ] && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited: $(cat "$log")"
     sleep 0.1
@@ -333,8 +338,130 @@ rc=0; env -u XFTCTL_API_KEY "$XFTCTL" run qwen --model "$tmp/m" --rank-worker --
 [ "$rc" != 0 ] && grep -q "^xftctl: rank 0 (.*): run qwen: an API key is required but XFTCTL_API_KEY is not in this rank's environment (mpirun did not forward it); not serving without it$" "$tmp/err" \
   || fail "rank without its key: rc $rc, $(cat "$tmp/err")"
 
+# As clients call it: an IPv6 address, a name given with --host/--port, a served model name; raw
+# HTTP/1.0 and chunked bodies; the fields SDKs send by default; errors in OpenAI's shape; the
+# same completion_tokens every time; one access-log line per request.
+LISTEN="--serve [::1]:0" start_server "$tmp/server5.log" --threads 2 --max-new-tokens 8 --served-model-name qwen-test
+grep -q "^xftctl: serving qwen-test on http://\[::1\]:$PORT (OpenAI API under /v1, chat page at /)$" "$tmp/server5.log" \
+  || fail "IPv6 startup line: $(cat "$tmp/server5.log")"
+python3 - "$PORT" <<'PY' || fail "client checks"
+import json, socket, sys
+port = int(sys.argv[1])
+
+def raw(data):
+    """One request on a fresh IPv6 connection; the whole answer (status, headers, body)."""
+    s = socket.create_connection(("::1", port), timeout=120)
+    s.sendall(data.encode())
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    s.close()
+    head, _, body = out.decode().partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    headers = {k.lower(): v for k, _, v in (l.partition(": ") for l in lines[1:])}
+    if headers.get("transfer-encoding") == "chunked":  # the server's own chunked answers
+        text, rest = "", body
+        while True:
+            size, _, rest = rest.partition("\r\n")
+            if int(size, 16) == 0:
+                break
+            text, rest = text + rest[:int(size, 16)], rest[int(size, 16) + 2:]
+        body = text
+    return lines[0], headers, body
+
+def post(path, body, version="HTTP/1.1"):
+    data = json.dumps(body)
+    host = "Host: localhost\r\n" if version == "HTTP/1.1" else ""
+    return raw(f"POST {path} {version}\r\n{host}Content-Type: application/json\r\nContent-Length: {len(data.encode())}\r\nConnection: close\r\n\r\n{data}")
+
+def error(message, param, code, type="invalid_request_error"):
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+hello = {"prompt": "Hello", "max_tokens": 8, "temperature": 0}
+status, _, body = post("/v1/completions", hello)
+assert status == "HTTP/1.1 200 OK", (status, body)
+expected = json.loads(body)
+assert expected["model"] == "qwen-test", expected
+
+# HTTP/1.0 without Host, and a chunked request body: the same answer.
+status, _, body = post("/v1/completions", hello, version="HTTP/1.0")
+assert status == "HTTP/1.1 200 OK" and json.loads(body)["choices"] == expected["choices"], (status, body)
+data = json.dumps(hello)
+chunked = "".join(f"{len(part):x}\r\n{part}\r\n" for part in (data[:5], data[5:])) + "0\r\n\r\n"
+status, _, body = raw("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
+assert status == "HTTP/1.1 200 OK" and json.loads(body)["choices"] == expected["choices"], (status, body)
+
+# OPTIONS without a CORS origin allowed: 405 and what is allowed.
+status, headers, body = raw("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+assert status == "HTTP/1.1 405 Method Not Allowed" and headers["allow"] == "POST", (status, headers)
+assert json.loads(body) == error("use POST for /v1/chat/completions", None, "method_not_allowed"), body
+
+# The model's name: this one or none; any other is 404 model_not_found.
+chat = {"messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0}
+status, _, body = post("/v1/chat/completions", dict(chat, model="gpt-4o"))
+assert status == "HTTP/1.1 404 Not Found", status
+assert json.loads(body) == error("The model 'gpt-4o' does not exist: this server serves 'qwen-test' (GET /v1/models; rename it with --served-model-name)", "model", "model_not_found"), body
+status, _, body = raw("GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+assert [m["id"] for m in json.loads(body)["data"]] == ["qwen-test"], body
+
+# The developer role reads as system; what SDKs send by default is accepted.
+defaults = {"response_format": {"type": "text"}, "tools": [], "tool_choice": "auto", "parallel_tool_calls": True,
+            "logit_bias": {}, "logprobs": False, "top_logprobs": 0, "user": "u", "n": 1, "model": "qwen-test"}
+status, _, developer = post("/v1/chat/completions", dict(chat, **defaults))
+assert status == "HTTP/1.1 200 OK", (status, developer)
+system = dict(chat, messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+status, _, body = post("/v1/chat/completions", system)
+assert json.loads(developer)["choices"] == json.loads(body)["choices"], (developer, body)
+status, _, body = post("/v1/chat/completions", dict(chat, response_format={"type": "json_object"}))
+assert status == "HTTP/1.1 400 Bad Request", status
+assert json.loads(body) == error("'response_format' is not supported by this server (only its default value), got {\"type\":\"json_object\"}", "response_format", "unsupported_parameter"), body
+status, _, body = post("/v1/chat/completions", dict(chat, tools=[{"type": "function", "function": {"name": "f"}}]))
+assert status == "HTTP/1.1 400 Bad Request" and json.loads(body)["error"]["param"] == "tools", (status, body)
+
+# Unknown paths: 404 in the same shape.
+status, _, body = raw("GET /v2/nothing HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+assert status == "HTTP/1.1 404 Not Found" and json.loads(body) == error("no such endpoint: GET /v2/nothing", None, "not_found"), body
+
+# The same greedy request with a stop string: the same text and usage every time, whole or streamed.
+text = expected["choices"][0]["text"]
+stop = next(c for c in text[1:] if c.isascii() and c.isprintable() and c != " ")
+stopped = dict(hello, max_tokens=8, stop=[stop])
+answers = [json.loads(post("/v1/completions", stopped)[2]) for _ in range(3)]
+assert len({json.dumps([a["choices"], a["usage"]]) for a in answers}) == 1, answers
+assert answers[0]["choices"][0]["text"] == text[:text.index(stop)] and answers[0]["choices"][0]["finish_reason"] == "stop", answers[0]
+for _ in range(3):
+    _, _, body = post("/v1/completions", dict(stopped, stream=True, stream_options={"include_usage": True}))
+    usage = [json.loads(e[6:]) for e in body.split("\n\n") if e.startswith("data: {")][-1]["usage"]
+    assert usage == answers[0]["usage"], (usage, answers[0]["usage"])
+print("client checks passed")
+PY
+# One access-log line per request (method, path, status, tokens, time), never a body.
+grep -Eq "xftctl: serve: POST /v1/completions 200 prompt=1 completion=[0-9]+ [0-9]+ms$" "$tmp/server5.log" \
+  || fail "no access-log line: $(cat "$tmp/server5.log")"
+grep -Eq "xftctl: serve: OPTIONS /v1/chat/completions 405 prompt=0 completion=0 [0-9]+ms$" "$tmp/server5.log" \
+  || fail "no access-log line for the 405: $(cat "$tmp/server5.log")"
+[ "$(grep -c "xftctl: serve: " "$tmp/server5.log")" = 17 ] || fail "not one access-log line per request: $(cat "$tmp/server5.log")"
+if grep -q "Be brief" "$tmp/server5.log"; then fail "a request body was logged"; fi
+stop_server "IPv6 server"
+
+LISTEN="--host localhost --port 0" start_server "$tmp/server6.log" --threads 2 --max-new-tokens 2
+grep -q "^xftctl: serving m on http://localhost:$PORT " "$tmp/server6.log" || fail "--host/--port: $(cat "$tmp/server6.log")"
+[ "$(curl -s "http://127.0.0.1:$PORT/health")" = '{"status":"ok"}' ] || fail "--host localhost: no answer on 127.0.0.1"
+stop_server "--host/--port server"
+
 # Bad flags fail before loading anything, with one line naming the flag.
 rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve nonsense 2>"$tmp/err" || rc=$?
-[ "$rc" != 0 ] && grep -q "^xftctl: run qwen: --serve nonsense: expected \[ADDR:\]PORT, e.g. 8000 or 0.0.0.0:8000$" "$tmp/err" \
+[ "$rc" != 0 ] && [ "$(cat "$tmp/err")" = "xftctl: run qwen: --serve nonsense: expected [HOST:]PORT, e.g. 8000, localhost:8000, 0.0.0.0:8000 or [::1]:8000" ] \
   || fail "bad --serve: rc $rc, $(cat "$tmp/err")"
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve ::1:8000 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && [ "$(cat "$tmp/err")" = "xftctl: run qwen: --serve ::1:8000: expected [HOST:]PORT, e.g. 8000, localhost:8000, 0.0.0.0:8000 or [::1]:8000 (an IPv6 address goes in brackets)" ] \
+  || fail "unbracketed IPv6: rc $rc, $(cat "$tmp/err")"
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve no-such-host.invalid:8000 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && \
+  grep -q "^xftctl: run qwen: --serve no-such-host.invalid:8000: cannot listen on 'no-such-host.invalid': .* (give an address such as 127.0.0.1, 0.0.0.0 or \[::1\], or a name this machine resolves)$" "$tmp/err" \
+  || fail "unresolvable --serve: rc $rc, $(cat "$tmp/err")"
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve 8000 --port 8001 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && grep -q "^xftctl: run qwen: --serve excludes --port" "$tmp/err" || fail "--serve with --port: rc $rc, $(cat "$tmp/err")"
+rc=0; "$XFTCTL" run qwen --model "$tmp/m" --host localhost 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && grep -q "^xftctl: run qwen: --host requires --port" "$tmp/err" || fail "--host alone: rc $rc, $(cat "$tmp/err")"
 echo "PASS serve"
