@@ -9,9 +9,9 @@
 // is refused (HTTP 429).
 //
 // The KV of a prompt prefix an earlier request computed (a shared system
-// prompt, a chat's earlier turns: a request's prompt and answer are cached in
-// whole blocks when it ends, its prompt already once prefilled) is copied in
-// instead of prefilled again (prefix_cache.h). Cached blocks share
+// prompt, a chat's earlier turns) is copied in instead of prefilled again
+// (prefix_cache.h): a request's prompt is cached in whole blocks once
+// prefilled, its prompt and answer when it ends. Cached blocks share
 // kv_budget_bytes with the running requests and give way to them, least
 // recently used first; without a budget they hold at most max_batch full
 // contexts.
