@@ -435,6 +435,7 @@ for _ in range(3):
     assert usage == answers[0]["usage"], (usage, answers[0]["usage"])
 print("client checks passed")
 PY
+stop_server "IPv6 server"  # a request's line follows its answer: read them once every handler is done
 # One access-log line per request (method, path, status, tokens, time), never a body.
 grep -Eq "xftctl: serve: POST /v1/completions 200 prompt=1 completion=[0-9]+ [0-9]+ms$" "$tmp/server5.log" \
   || fail "no access-log line: $(cat "$tmp/server5.log")"
@@ -442,7 +443,6 @@ grep -Eq "xftctl: serve: OPTIONS /v1/chat/completions 405 prompt=0 completion=0 
   || fail "no access-log line for the 405: $(cat "$tmp/server5.log")"
 [ "$(grep -c "xftctl: serve: " "$tmp/server5.log")" = 17 ] || fail "not one access-log line per request: $(cat "$tmp/server5.log")"
 if grep -q "Be brief" "$tmp/server5.log"; then fail "a request body was logged"; fi
-stop_server "IPv6 server"
 
 LISTEN="--host localhost --port 0" start_server "$tmp/server6.log" --threads 2 --max-new-tokens 2
 grep -q "^xftctl: serving m on http://localhost:$PORT " "$tmp/server6.log" || fail "--host/--port: $(cat "$tmp/server6.log")"

@@ -715,6 +715,7 @@ TEST_F(ServeOpenAiServer, EachRequestIsLoggedOnceWithItsTokens) {
   const json answer = post_json("/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 3}, {"temperature", 0}});
   request("GET", "/nope");
   request("POST", "/v1/completions", std::string(5000, ' '));
+  http_->stop();  // a handler logs after its answer went out: stop waits for every handler
   const std::vector<AccessRecord> records = log();
   ASSERT_EQ(records.size(), 3u);
   const AccessRecord& first = records[0];
