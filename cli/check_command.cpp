@@ -395,6 +395,10 @@ struct WorkerFlags {
 };
 
 void run_pair_worker(Context& ctx, WorkerFlags& flags) {
+  // What this worker writes on stderr becomes the control node's message for
+  // the pair ("h02: the pair worker (server) failed: ..."): plain text lines,
+  // whatever format and timestamps the SSH session would pick.
+  log::setup(spdlog::default_logger()->level(), log::Format::text, false);
   flags.options.sizes.clear();
   std::size_t start = 0;
   while (start <= flags.sizes.size()) {
@@ -413,14 +417,14 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
   if (flags.role == "server") {
     auto served = launcher::serve_pingpong(flags.options);
     if (!served) {
-      log::error(served.error().message);
+      log::write_located(log::Level::err, served.error().message);
       ctx.exit_code = exit_error;
     }
     return;
   }
   auto report = launcher::run_pingpong_client(flags.options);
   if (!report) {
-    log::error(report.error().message);
+    log::write_located(log::Level::err, report.error().message);
     ctx.exit_code = exit_error;
     return;
   }
