@@ -114,9 +114,9 @@ std::string g_rank_label;
 
 void fail(Context& ctx, const std::string& message) {
   if (g_rank_label.empty())
-    std::fprintf(stderr, "xftctl: run qwen: %s\n", message.c_str());
+    spdlog::error("run qwen: {}", message);
   else
-    std::fprintf(stderr, "xftctl: %s: run qwen: %s\n", g_rank_label.c_str(), message.c_str());
+    spdlog::error("{}: run qwen: {}", g_rank_label, message);
   ctx.exit_code = exit_error;
 }
 
@@ -504,7 +504,7 @@ void run_chat(Context& ctx, const RunOptions& o, Communicator* comm) {
     if (!result) return fail(ctx, result.error().message);
     messages.push_back({"assistant", answer});
     if (result->finish_reason == "context") {
-      std::fprintf(stderr, "xftctl: the context is full; /reset to start over\n");
+      spdlog::info("the context is full; /reset to start over");
     }
     if (ctx.verbosity > 0) print_stats(*result);
   }
@@ -847,26 +847,24 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
     return fail(ctx, http.error().message);
   }
   const double kv_mib_per_1k = scheduler.kv_bytes_per_position() * 1000.0 / (1 << 20);
-  std::fprintf(stderr,
-               "xftctl: serving %s on http://%s:%d (OpenAI API under /v1, chat page at /)\n"
-               "xftctl: %d rank%s, %s, batch up to %d, queue %d, context %d, KV %.1f MiB per 1000 positions%s%s\n",
-               server_options.model_name.c_str(), url_host(address.first).c_str(), (*http)->port(), model.comm().size(),
-               model.comm().size() == 1 ? "" : "s", model.kernel_name().c_str(), o.max_batch, o.max_queue,
-               model.max_context(), kv_mib_per_1k,
-               o.kv_cache_mib > 0 ? (", KV budget " + std::to_string(o.kv_cache_mib) + " MiB").c_str() : "",
+  spdlog::info("serving {} on http://{}:{} (OpenAI API under /v1, chat page at /)", server_options.model_name,
+               url_host(address.first), (*http)->port());
+  spdlog::info("{} rank{}, {}, batch up to {}, queue {}, context {}, KV {:.1f} MiB per 1000 positions{}{}",
+               model.comm().size(), model.comm().size() == 1 ? "" : "s", model.kernel_name(), o.max_batch,
+               o.max_queue, model.max_context(), kv_mib_per_1k,
+               o.kv_cache_mib > 0 ? ", KV budget " + std::to_string(o.kv_cache_mib) + " MiB" : std::string(),
                key->empty() ? "" : ", API key required");
   const auto numeric = serve::resolve_listen_host(address.first);
   if (key->empty() && !(numeric && loopback_address(*numeric))) {
-    std::fprintf(stderr,
-                 "xftctl: warning: serving on %s with no API key: anyone who can reach this port can use the model "
-                 "(set %s or --api-key-file FILE)\n",
-                 address.first.c_str(), kApiKeyVariable);
+    spdlog::warn("serving on {} with no API key: anyone who can reach this port can use the model "
+                 "(set {} or --api-key-file FILE)",
+                 address.first, kApiKeyVariable);
   }
   std::fflush(stderr);
   auto ran = scheduler.run(g_serve_stop);
   (*http)->stop();
   if (!ran) return fail(ctx, ran.error().message);
-  std::fprintf(stderr, "xftctl: server stopped\n");
+  spdlog::info("server stopped");
 }
 
 void run_mode(Context& ctx, const RunOptions& o, Communicator* comm) {
@@ -994,17 +992,16 @@ void run_control(Context& ctx, const RunOptions& o) {
   auto planned = plan_for(ctx, o.plan, o.reach, failure_code);
   if (!planned && o.plan.local_ranks > 0) {
     // More ranks than cores: correct but slow; worth it for tests and debugging.
-    std::fprintf(stderr, "xftctl: note: %s; running %d unbound ranks instead\n", planned.error().message.c_str(),
-                 o.plan.local_ranks);
+    spdlog::info("{}; running {} unbound ranks instead", planned.error().message, o.plan.local_ranks);
     ctx.exit_code = run_ranks_oversubscribed(o.plan.local_ranks, command, run);
     return;
   }
   if (!planned) {
-    std::fprintf(stderr, "xftctl: run qwen: %s\n", planned.error().message.c_str());
+    spdlog::error("run qwen: {}", planned.error().message);
     ctx.exit_code = failure_code;
     return;
   }
-  if (!o.dry_run) std::fprintf(stderr, "%s", launcher::format_rank_map(planned->plan).c_str());
+  if (!o.dry_run) log::info(launcher::format_rank_map(planned->plan));
   auto mpirun = mpirun_for(*planned, o.reach, command);
   if (!mpirun) return fail(ctx, mpirun.error().message);
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
