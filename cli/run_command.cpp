@@ -25,6 +25,7 @@
 #include "cli/rank_launch.h"
 #include "engine/comm/mpi_c.h"
 #include "engine/comm/mpi_communicator.h"
+#include "engine/comm/selection.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "engine/checkpoint/presets.h"
@@ -885,6 +886,16 @@ std::string number(double value) {
   return text;
 }
 
+// oneCCL users set CCL_ALLREDUCE; without --comm it is the ranks' selection.
+// Every oneCCL-only name in it is said once, with what runs instead.
+void adopt_oneccl_selection(RunOptions& o) {
+  const char* env = std::getenv("CCL_ALLREDUCE");
+  if (!env || !*env) return;
+  o.comm = env;
+  spdlog::info("run qwen: --comm from CCL_ALLREDUCE={}", env);
+  for (const auto& note : engine::comm::oneccl_alias_notes(o.comm)) spdlog::info("run qwen: {}", note);
+}
+
 // Everything a rank needs, re-spelled as the worker's command line.
 std::vector<std::string> worker_arguments(const RunOptions& o) {
   std::vector<std::string> a{"run", "qwen", "--rank-worker", "--dtype", o.dtype, "--kv-dtype", o.kv_dtype,
@@ -1121,7 +1132,8 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   qwen->add_option("--fail-rank", options->fail_rank)->group("");
   qwen->add_option("--fail-at-token", options->fail_at_token)->group("");
 
-  qwen->callback([&ctx, options] {
+  qwen->callback([&ctx, options, qwen] {
+    if (!options->rank_worker && qwen->count("--comm") == 0) adopt_oneccl_selection(*options);
     const RunOptions& o = *options;
     if (!o.dump_logits.empty() && o.prompt_ids.empty()) {
       return fail(ctx, "--dump-logits needs --prompt-ids");

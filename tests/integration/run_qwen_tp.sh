@@ -101,6 +101,19 @@ two=$("$X" run qwen --model "$shared/qwen2-tiny-s7" --chat --greedy --max-new-to
 assert_contains "$one" "(conversation reset)" "one-rank chat ran"
 assert_eq "$one" "$two" "chat transcript, 1 rank vs 2 ranks"
 
+step "the seed's CCL_ALLREDUCE chooses the ranks' allreduce when --comm is not given"
+seed="recursive_doubling:0-16384;2d:16385-524288;nreduce:524289-max"
+ccl=$(CCL_ALLREDUCE=$seed "$X" run qwen --model "$shared/qwen2-tiny-s7" --chat --greedy --max-new-tokens 6 --local 2 \
+        --cores-per-rank 1 <<<"$chat_in" 2>"$TEST_TMP/ccl.err") || fail "CCL_ALLREDUCE run: $(cat "$TEST_TMP/ccl.err")"
+assert_eq "$one" "$ccl" "chat transcript under CCL_ALLREDUCE"
+assert_eq "xftctl: run qwen: --comm from CCL_ALLREDUCE=$seed
+xftctl: run qwen: oneCCL's \`2d\` runs as \`hier\` (reduce inside each host, then across hosts)
+xftctl: run qwen: oneCCL's \`nreduce\` runs as \`rabenseifner\` (reduce-scatter then allgather)" \
+  "$(grep 'CCL_ALLREDUCE\|oneCCL' "$TEST_TMP/ccl.err")" "the mapping, said once"
+CCL_ALLREDUCE=nonsense "$X" run qwen --model "$shared/qwen2-tiny-s7" --raw --greedy --max-new-tokens 2 --prompt hi --local 2 \
+  --cores-per-rank 1 --comm shm >/dev/null 2>"$TEST_TMP/ccl2.err" || fail "--comm with CCL_ALLREDUCE set: $(cat "$TEST_TMP/ccl2.err")"
+assert_not_contains "$(cat "$TEST_TMP/ccl2.err")" "CCL_ALLREDUCE" "--comm wins over the variable"
+
 step "--profile: per-layer compute and allreduce time of every rank"
 "$X" run qwen --model "$shared/qwen2-tiny-s7" --local 2 --cores-per-rank 1 --raw --greedy --max-new-tokens 4 \
   --prompt "hi" --profile >/dev/null 2>"$TEST_TMP/profile" || fail "--profile run: $(cat "$TEST_TMP/profile")"
