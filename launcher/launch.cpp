@@ -525,6 +525,23 @@ std::string foreign_mpi_name(const std::string& version_output) {
 
 }  // namespace
 
+namespace {
+
+bool mpirun_on_path() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(begin, end - begin);
+    if (!dir.empty() && ::access((dir + "/mpirun").c_str(), X_OK) == 0) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string default_mpirun(const std::string& root) {
   if (const char* custom = std::getenv("XFTCTL_MPIRUN"); custom && *custom) return custom;
   std::string base = root;
@@ -532,6 +549,10 @@ std::string default_mpirun(const std::string& root) {
   const std::string efa = base + "/opt/amazon/openmpi/bin/mpirun";
   // An absolute mpirun is also Open MPI's --prefix on the hosts: their daemons come from there too.
   if (::access(efa.c_str(), X_OK) == 0) return efa;
+  if (mpirun_on_path()) return "mpirun";
+  // RHEL and Alibaba Cloud Linux keep Open MPI off PATH until `module load mpi/openmpi-x86_64`.
+  const std::string rhel = base + "/usr/lib64/openmpi/bin/mpirun";
+  if (::access(rhel.c_str(), X_OK) == 0) return rhel;
   return "mpirun";
 }
 

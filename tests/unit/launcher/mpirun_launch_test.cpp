@@ -418,5 +418,24 @@ TEST_F(ForeignMpirun, EfasOpenMpiIsPreferredWhenInstalled) {
   else ::unsetenv("XFTCTL_MPIRUN");
 }
 
+TEST_F(ForeignMpirun, RhelOpenMpiOffPathIsFoundWhereTheDistributionPutsIt) {
+  const char* custom = std::getenv("XFTCTL_MPIRUN");
+  std::optional<std::string> saved_custom = custom ? std::optional<std::string>(custom) : std::nullopt;
+  const std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::unsetenv("XFTCTL_MPIRUN");
+  const std::string rhel = dir_ + "/usr/lib64/openmpi/bin";
+  std::filesystem::create_directories(rhel);
+  std::filesystem::create_directories(dir_ + "/bin");
+  std::ofstream(rhel + "/mpirun") << "#!/bin/sh\n";
+  ::chmod((rhel + "/mpirun").c_str(), 0755);
+  ::setenv("PATH", (dir_ + "/bin").c_str(), 1);
+  EXPECT_EQ(default_mpirun(dir_), rhel + "/mpirun");  // not on PATH: the distribution's place
+  std::ofstream(dir_ + "/bin/mpirun") << "#!/bin/sh\n";
+  ::chmod((dir_ + "/bin/mpirun").c_str(), 0755);
+  EXPECT_EQ(default_mpirun(dir_), "mpirun");  // on PATH (a loaded module): that one
+  ::setenv("PATH", saved_path.c_str(), 1);
+  if (saved_custom) ::setenv("XFTCTL_MPIRUN", saved_custom->c_str(), 1);
+}
+
 }  // namespace
 }  // namespace xft::launcher
