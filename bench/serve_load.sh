@@ -16,6 +16,7 @@ MODEL=${1:-qwen2.5-0.5b}
 MAX_TOKENS=${2:-128}
 PROMPT_WORDS=${3:-8}
 log=$(mktemp)
+export XFTCTL_LOG_TIMESTAMPS=off  # the startup line is read below
 "$X" run qwen --fake-model "$MODEL" --serve 127.0.0.1:0 --max-batch 16 --max-context 1024 ${SERVE_ARGS:-} 2>"$log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
