@@ -8,6 +8,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 X=${XFTCTL:-$ROOT/build/cli/xftctl}
 MODEL=${1:-qwen2.5-1.5b}
+export XFTCTL_LOG_TIMESTAMPS=off  # the ranks' profile lines are read from a file below
 common=(--fake-model "$MODEL" --bench --input-tokens 32 --output-tokens 32 --iters 3 --warmup 1 --json)
 
 json_of() { sed -n '/^{/,/^}/p'; }  # rank 0's JSON object from the run's stdout
