@@ -5,6 +5,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <regex>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -75,7 +77,43 @@ void show(Context& ctx, bool as_json) {
   }
 }
 
-void validate(Context& ctx) {
+// "file:line:col: message" lines as objects; a line without a position
+// (a file that cannot be read) keeps only its message.
+nlohmann::ordered_json problems_json(const std::string& message) {
+  static const std::regex located(R"(^(.*):(\d+):(\d+): (.*)$)");
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  std::istringstream lines(message);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, located))
+      problems.push_back({{"file", m[1].str()}, {"line", std::stoi(m[2].str())}, {"column", std::stoi(m[3].str())},
+                          {"message", m[4].str()}});
+    else
+      problems.push_back({{"message", line}});
+  }
+  return problems;
+}
+
+// --json: {"path", "ok", "hosts"} or {"path", "ok": false, "problems": [...]};
+// the problems also go to stderr as without --json.
+void validate_json(Context& ctx) {
+  nlohmann::ordered_json doc = {{"path", nullptr}, {"ok", false}};
+  auto path = locate_inventory(ctx.inventory_flag);
+  Expected<Inventory> inventory = path ? load_inventory(*path) : Expected<Inventory>(path.error());
+  if (path) doc["path"] = *path;
+  if (inventory) {
+    doc["ok"] = true;
+    doc["hosts"] = inventory->hosts.size();
+  } else {
+    print_error(inventory.error(), path && inventory.error().message.rfind(*path + ":", 0) == 0);
+    doc["problems"] = problems_json(inventory.error().message);
+    ctx.exit_code = exit_error;
+  }
+  std::cout << doc.dump(2) << "\n";
+}
+
+void validate(Context& ctx, bool as_json) {
+  if (as_json) return validate_json(ctx);
   auto inventory = load_for_command(ctx);
   if (!inventory) return;
   size_t count = inventory->hosts.size();
@@ -166,8 +204,11 @@ void add_inventory_commands(CLI::App& app, Context& ctx) {
   show_command->add_flag("--json", *as_json, "print a JSON array of host objects");
   show_command->callback([&ctx, as_json] { show(ctx, *as_json); });
 
-  group->add_subcommand("validate", "check the inventory and print every problem with its line")
-      ->callback([&ctx] { validate(ctx); });
+  auto* validate_command =
+      group->add_subcommand("validate", "check the inventory and print every problem with its line");
+  auto validate_json_flag = std::make_shared<bool>(false);
+  validate_command->add_flag("--json", *validate_json_flag, "one JSON document: ok and the host count, or the problems");
+  validate_command->callback([&ctx, validate_json_flag] { validate(ctx, *validate_json_flag); });
 
   auto options = std::make_shared<ImportFlags>();
   auto* import_command = group->add_subcommand(

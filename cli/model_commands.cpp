@@ -7,6 +7,8 @@
 #include <memory>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/test_model.h"
@@ -102,19 +104,55 @@ std::string human_bytes(uint64_t bytes) {
   return text;
 }
 
-void check(Context& ctx, const std::string& dir) {
+struct CheckFlags {
+  std::string dir;
+  bool json = false;
+};
+
+nlohmann::ordered_json check_json(const std::string& dir, const ModelConfig& c, size_t tensors, uint64_t bytes) {
+  return {{"dir", dir},
+          {"architecture", c.architecture_name},
+          {"layers", c.layers},
+          {"hidden", c.hidden},
+          {"heads", c.heads},
+          {"kv_heads", c.kv_heads},
+          {"head_dim", c.head_dim},
+          {"intermediate", c.intermediate},
+          {"vocab", c.vocab},
+          {"tie_embeddings", c.tie_embeddings},
+          {"quant", c.quant.method == QuantMethod::none ? nlohmann::ordered_json(nullptr)
+                                                        : nlohmann::ordered_json(quant_format_name(c.quant))},
+          {"tensors", tensors},
+          {"bytes", bytes},
+          {"ok", true}};
+}
+
+// With --json the failure is a document too ({"ok": false, "error": ...}); the log line stays on stderr.
+void fail_check(Context& ctx, const CheckFlags& flags, const std::string& message) {
+  fail(ctx, message);
+  if (flags.json)
+    std::printf("%s\n", nlohmann::ordered_json({{"dir", flags.dir}, {"ok", false}, {"error", message}}).dump(2).c_str());
+}
+
+void check(Context& ctx, const CheckFlags& flags) {
+  const std::string& dir = flags.dir;
   auto source = open_checkpoint(dir);
-  if (!source) return fail(ctx, source.error().message);
+  if (!source) return fail_check(ctx, flags, source.error().message);
   const ModelConfig& c = (*source)->config();
   uint64_t bytes = 0;
   size_t count = 0;
   for (const auto& tensor : expected_tensors(c)) {
     auto meta = (*source)->meta(tensor.name);
-    if (!meta) return fail(ctx, meta.error().message);
+    if (!meta) return fail_check(ctx, flags, meta.error().message);
     uint64_t elements = 1;
     for (int64_t dim : meta->shape) elements *= uint64_t(dim);
     bytes += elements * (meta->dtype == DType::f32 || meta->dtype == DType::i32 ? 4 : 2);
     ++count;
+  }
+  ctx.exit_code = exit_ok;
+  if (flags.json) {
+    std::printf("%s\n", check_json(dir, c, count, bytes).dump(2).c_str());
+    return;
   }
   std::printf("%s: %s, %d layers, hidden %d, heads %d (kv %d, head_dim %d), intermediate %d, "
               "vocab %d, %s embeddings%s%s, %zu tensors, %s: OK\n",
@@ -164,11 +202,12 @@ void add_model_commands(CLI::App& app, Context& ctx) {
   make->add_flag("--force", options->force, "replace a non-empty output directory");
   make->callback([&ctx, options] { make_test(ctx, *options); });
 
-  auto dir = std::make_shared<std::string>();
+  auto check_flags = std::make_shared<CheckFlags>();
   auto* check_command = group->add_subcommand(
       "check", "validate a checkpoint directory (config.json, safetensors headers, tensor shapes)");
-  check_command->add_option("dir", *dir, "model directory")->required();
-  check_command->callback([&ctx, dir] { check(ctx, *dir); });
+  check_command->add_option("dir", check_flags->dir, "model directory")->required();
+  check_command->add_flag("--json", check_flags->json, "one JSON document: the shape, tensor count and bytes");
+  check_command->callback([&ctx, check_flags] { check(ctx, *check_flags); });
 }
 
 }  // namespace xft::cli

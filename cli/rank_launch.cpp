@@ -11,6 +11,8 @@
 #include <cstring>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "launcher/ssh_transport.h"
 #include "launcher/mpirun.h"
 #include "common/log.h"
@@ -182,6 +184,35 @@ void add_secret_names(std::vector<std::string>& pass_env, const RankRun& run) {
   for (const auto& [name, value] : run.secret_env) pass_env.push_back(name);
 }
 
+// --dry-run --json: mpirun's argv as an array, the agent script, and the
+// names of the variables the ranks get (values forwarded by name never shown).
+Expected<nlohmann::ordered_json> describe_mpirun_json(const launcher::RankPlan& plan, launcher::MpirunSpec spec) {
+  nlohmann::ordered_json agent = nullptr;
+  if (!spec.local_only) {
+    auto script = launcher::ssh_agent_script(spec.ssh);
+    if (!script) return script.error();
+    spec.ssh_agent_path = launcher::ssh_agent_dir_template() + "/" + launcher::kSshAgentName;
+    agent = {{"path", spec.ssh_agent_path}, {"script", *script}};
+  }
+  auto argv = launcher::build_mpirun_command(plan, spec);
+  if (!argv) return argv.error();
+  nlohmann::ordered_json set = nlohmann::ordered_json::array();
+  for (const auto& [name, value] : launcher::fabric_env(spec)) set.push_back(name);
+  for (const auto& [name, value] : spec.env) set.push_back(name);
+  return nlohmann::ordered_json{{"ranks", plan.size()},
+                                {"argv", *argv},
+                                {"ssh_agent", agent},
+                                {"env", set},
+                                {"forwarded_env", spec.pass_env}};
+}
+
+Expected<std::string> dry_run_text(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, bool json) {
+  if (!json) return launcher::describe_mpirun_command(plan, mpirun);
+  auto doc = describe_mpirun_json(plan, mpirun);
+  if (!doc) return doc.error();
+  return doc->dump(2) + "\n";
+}
+
 }  // namespace
 
 int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, const RankRun& run) {
@@ -190,7 +221,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
   spec.mpirun = mpirun;
   add_secret_names(spec.mpirun.pass_env, run);
   if (run.dry_run) {
-    auto text = launcher::describe_mpirun_command(plan, spec.mpirun);
+    auto text = dry_run_text(plan, spec.mpirun, run.json);
     if (!text) {
       spdlog::error("{}: {}", run.what, text.error().message);
       return exit_error;

@@ -64,6 +64,7 @@ Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const Rea
 struct RankRun {
   std::string what;  // "bench allreduce": prefixes error messages
   bool dry_run = false;  // print the mpirun command instead
+  bool json = false;     // with dry_run: one JSON document (argv, agent script, env names)
   std::chrono::seconds timeout{0};
   std::chrono::seconds kill_grace{5};
   bool pass_stdin = false;  // rank 0 reads our stdin (chat)

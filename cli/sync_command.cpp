@@ -12,6 +12,8 @@
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "cli/reach_options.h"
 #include "inventory/grammar.h"
@@ -29,6 +31,7 @@ struct SyncFlags {
   std::string dest;  // empty: the same absolute path as dir
   bool check = false;
   bool delete_extra = false;
+  bool json = false;
 };
 
 struct HostOutcome {
@@ -134,6 +137,47 @@ std::string summary_line(const std::string& host, const playbooks::SyncReport& r
   return line;
 }
 
+nlohmann::ordered_json change_json(const playbooks::SyncChange& change) {
+  nlohmann::ordered_json j = {{"change", playbooks::change_name(change.kind)}, {"path", change.path}};
+  if (change.kind == playbooks::ChangeKind::send) j["bytes"] = change.bytes;
+  if (change.mode) j["mode"] = fmt::format("{:04o}", change.mode);
+  if (!change.link_target.empty()) j["target"] = change.link_target;
+  return j;
+}
+
+nlohmann::ordered_json outcome_json(const HostOutcome& outcome) {
+  if (outcome.error)
+    return {{"host", outcome.host}, {"status", launcher::failure_name(outcome.error->kind)},
+            {"error", outcome.error->message}};
+  const auto& r = *outcome.report;
+  nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+  for (const auto& change : r.changes) changes.push_back(change_json(change));
+  return {{"host", outcome.host},      {"status", "ok"},
+          {"files_sent", r.files_sent}, {"bytes_sent", r.bytes_sent},
+          {"files_unchanged", r.files_unchanged}, {"dirs_created", r.dirs_created},
+          {"links_made", r.links_made}, {"modes_set", r.modes_set},
+          {"removed", r.removed},       {"changes", std::move(changes)}};
+}
+
+// --json: one document; the per-host lines and the summary are not printed.
+void print_json(const std::string& root, const std::string& dest, bool check, double seconds,
+                const std::vector<HostOutcome>& outcomes) {
+  nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+  size_t ok = 0, files = 0;
+  uint64_t bytes = 0;
+  for (const auto& outcome : outcomes) {
+    hosts.push_back(outcome_json(outcome));
+    if (!outcome.report) continue;
+    ++ok;
+    files += outcome.report->files_sent;
+    bytes += outcome.report->bytes_sent;
+  }
+  nlohmann::ordered_json doc = {{"dir", root}, {"dest", dest}, {"check", check}, {"hosts", std::move(hosts)},
+                                {"ok", ok}, {"failed", outcomes.size() - ok}, {"files_sent", files},
+                                {"bytes_sent", bytes}, {"seconds", seconds}};
+  std::printf("%s\n", doc.dump(2).c_str());
+}
+
 std::string default_dest(const std::string& dir) {
   std::string path = std::filesystem::absolute(dir).lexically_normal().generic_string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -169,6 +213,18 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   progress.finish();
   double seconds = std::chrono::duration<double>(Clock::now() - started).count();
 
+  if (flags.json) {
+    print_json(plan->root(), dest, flags.check, seconds, outcomes);
+    std::fflush(stdout);
+    bool any_unreachable = false, any_failed = false;
+    for (const auto& outcome : outcomes) {
+      if (!outcome.error) continue;
+      (outcome.error->kind == launcher::Failure::unreachable ? any_unreachable : any_failed) = true;
+      log::error(outcome.error->message, {{"host", outcome.host}});
+    }
+    ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
+    return;
+  }
   bool any_unreachable = false, any_failed = false;
   size_t ok = 0, files = 0;
   uint64_t bytes = 0;
@@ -208,6 +264,7 @@ void add_sync_commands(CLI::App& app, Context& ctx) {
   sync->add_option("--dest", flags.dest, "absolute path on the hosts (default: DIR's absolute path)");
   sync->add_flag("--check", flags.check, "change nothing; list what would be sent, created, set or removed");
   sync->add_flag("--delete", flags.delete_extra, "remove files on the hosts that DIR does not have");
+  sync->add_flag("--json", flags.json, "one JSON document: per host status, counts and changes, then totals");
   add_reach_flags(*sync, reach);
   sync->footer(
       "Files are written to a temp file and renamed, modes kept; symlinks are recreated as symlinks "

@@ -139,6 +139,7 @@ void run_topology(Context& ctx, const PlanFlags& flags, const ReachFlags& reach)
 
 struct LaunchFlags {
   bool dry_run = false;
+  bool json = false;
   int timeout_s = 0;
   std::vector<std::string> command;
 };
@@ -153,6 +154,7 @@ void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, c
   RankRun run;
   run.what = "launch";
   run.dry_run = launch_flags.dry_run;
+  run.json = launch_flags.json;
   run.timeout = std::chrono::seconds(launch_flags.timeout_s);
   run.tag_every_line = true;
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
@@ -200,8 +202,10 @@ void add_topology_commands(CLI::App& app, Context& ctx) {
   topo->callback([&] { run_topology(ctx, topo_flags, topo_reach); });
 
   auto* launch = app.add_subcommand("launch", "run a command as the ranks of the plan (mpirun + numactl)");
-  launch->add_flag("--dry-run", launch_flags.dry_run,
+  auto* dry_run = launch->add_flag("--dry-run", launch_flags.dry_run,
                    "print the mpirun command and its ssh agent script instead of running them");
+  launch->add_flag("--json", launch_flags.json, "with --dry-run: one JSON document (argv, agent script, env names)")
+      ->needs(dry_run);
   launch->add_option("--timeout", launch_flags.timeout_s, "stop every rank after S seconds (0: no limit)")
       ->check(CLI::Range(0, 86400 * 30));
   launch->add_option("--local", launch_plan_flags.local_ranks, "N ranks on this machine, no inventory")

@@ -148,7 +148,7 @@ class SshSession : public RemoteSession {
     int timeout_s = options.timeout.count() > 0 ? static_cast<int>(options.timeout.count()) : default_timeout_s_;
     auto deadline = timeout_s > 0 ? Clock::now() + std::chrono::seconds(timeout_s) : Clock::time_point::max();
     CommandResult result;
-    auto drained = read_until_eof(channel.get(), deadline, result);
+    auto drained = read_until_eof(channel.get(), deadline, result, options.on_output);
     if (!drained) {
       if (drained.error().kind == Failure::timeout) {
         ssh_channel_request_send_signal(channel.get(), "TERM");
@@ -285,16 +285,19 @@ class SshSession : public RemoteSession {
   // Reads stdout and stderr as they come (either can fill up while we wait
   // on the other) until the remote side sends EOF or the deadline passes.
   // The event loop wakes on any packet, whichever stream it carries.
-  Remote<void> read_until_eof(ssh_channel channel, Clock::time_point deadline, CommandResult& result) {
+  using OnOutput = std::function<void(bool, std::string_view)>;
+  Remote<void> read_until_eof(ssh_channel channel, Clock::time_point deadline, CommandResult& result,
+                              const OnOutput& on_output = {}) {
     std::unique_ptr<ssh_event_struct, void (*)(ssh_event)> event(ssh_event_new(), ssh_event_free);
     if (!event || ssh_event_add_session(event.get(), session_.get()) != SSH_OK)
       return failure("cannot wait for the command's output");
-    auto drained = drain(channel, event.get(), deadline, result);
+    auto drained = drain(channel, event.get(), deadline, result, on_output);
     ssh_event_remove_session(event.get(), session_.get());
     return drained;
   }
 
-  Remote<void> drain(ssh_channel channel, ssh_event event, Clock::time_point deadline, CommandResult& result) {
+  Remote<void> drain(ssh_channel channel, ssh_event event, Clock::time_point deadline, CommandResult& result,
+                     const OnOutput& on_output) {
     char buffer[kChunk];
     for (;;) {
       bool progress = false;
@@ -303,6 +306,7 @@ class SshSession : public RemoteSession {
         if (n == SSH_ERROR) return failure("connection lost while reading the command's output");
         if (n > 0) {
           (is_stderr ? result.err : result.out).append(buffer, static_cast<size_t>(n));
+          if (on_output) on_output(is_stderr != 0, std::string_view(buffer, static_cast<size_t>(n)));
           progress = true;
         }
       }

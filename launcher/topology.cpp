@@ -1,5 +1,7 @@
 #include "launcher/topology.h"
 
+#include "inventory/load.h"
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -305,9 +307,90 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
+// Items joined with ", " into lines of at most `width` columns after `indent`
+// (an item wider than that gets a line of its own).
+std::string wrap_items(const std::vector<std::string>& items, const std::string& indent, size_t width) {
+  std::string out, line;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (!line.empty() && indent.size() + line.size() + 1 + item.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+// Top-level parts of a folded host set: "gpu1,node[01-03,07]" -> gpu1, node[01-03,07].
+std::vector<std::string> host_set_parts(const std::string& folded) {
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (char c : folded) {
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    if (c == ',' && depth == 0) parts.emplace_back();
+    else parts.back() += c;
+  }
+  return parts;
+}
+
+constexpr size_t kCompactWidth = 100;
+
+// Past kFullMapRanks the rank x rank matrix and the row per rank outgrow a
+// terminal (16 hosts x 4 ranks gave 962 columns); this form stays within
+// kCompactWidth columns and grows with the number of distinct host layouts,
+// not with the number of hosts. --json keeps every rank.
+std::string format_compact_rank_map(const RankPlan& plan) {
+  std::ostringstream out;
+  out << "Rank map (" << plan.hosts.size() << " hosts, " << plan.size()
+      << " ranks; --json lists every rank and pair)\n";
+  std::vector<std::string> per_host;
+  for (const auto& h : plan.hosts) per_host.push_back(h.name + " " + format_cpu_list(host_ranks(plan, h.name)));
+  out << "Ranks per host:\n" << wrap_items(per_host, "  ", kCompactWidth) << "\n";
+
+  std::map<std::string, size_t> pairs;
+  for (const auto& a : plan.ranks)
+    for (const auto& b : plan.ranks)
+      if (a.rank != b.rank) ++pairs[plan.transport(a.rank, b.rank)];
+  std::vector<std::string> transports;
+  for (const auto& [name, count] : pairs)
+    transports.push_back(name + (name == "shm" ? " within a host (" : " across hosts (") + std::to_string(count) +
+                         (count == 1 ? " rank pair)" : " rank pairs)"));
+  out << "Transports:\n" << wrap_items(transports, "  ", kCompactWidth) << "\n";
+
+  // Hosts whose ranks are bound alike share one block.
+  std::vector<std::pair<std::vector<std::vector<std::string>>, std::vector<std::string>>> layouts;
+  for (const auto& h : plan.hosts) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : plan.ranks)
+      if (r.host == h.name)
+        rows.push_back({std::to_string(r.local_rank), std::to_string(r.numa_node), std::to_string(r.omp_threads()),
+                        r.comm_cpus.empty() ? "-" : format_cpu_list(r.comm_cpus), join(r.numactl_tokens(), " ")});
+    auto found = std::find_if(layouts.begin(), layouts.end(), [&](auto& l) { return l.first == rows; });
+    if (found == layouts.end()) layouts.push_back({rows, {h.name}});
+    else found->second.push_back(h.name);
+  }
+  out << "Bindings (hosts bound alike share a block)";
+  for (const auto& [rows, hosts] : layouts) {
+    auto parts = host_set_parts(inventory::fold_names(hosts));
+    parts.back() += ": " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host, " : " hosts, ") +
+                    std::to_string(rows.size()) + (rows.size() == 1 ? " rank each" : " ranks each");
+    out << "\n" << wrap_items(parts, "", kCompactWidth);
+    std::vector<std::vector<std::string>> table_rows = {{"LOCAL", "NUMA", "OMP_NUM_THREADS", "COMM_CPUS", "BINDING"}};
+    table_rows.insert(table_rows.end(), rows.begin(), rows.end());
+    std::istringstream lines(table(table_rows, "  "));
+    for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+  }
+  return out.str();
+}
+
+constexpr int kFullMapRanks = 8;
+
 }  // namespace
 
 std::string format_rank_map(const RankPlan& plan) {
+  if (plan.size() > kFullMapRanks) return format_compact_rank_map(plan);
   std::ostringstream out;
   std::vector<std::vector<std::string>> map = {{"ID", "Node name", "IP", "Ranks"}};
   for (size_t i = 0; i < plan.hosts.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -52,6 +53,9 @@ struct CommandResult {
 struct RunOptions {
   std::string stdin_data;              // sent, then EOF; empty sends only EOF
   std::chrono::seconds timeout{0};     // 0: the transport's default command timeout
+  // Called with each chunk of output as it arrives (exec --stream), besides
+  // collecting it into the result; from the thread that called run().
+  std::function<void(bool is_stderr, std::string_view chunk)> on_output;
 };
 
 struct RemoteFileInfo {
