@@ -6,11 +6,16 @@
 // client on the other over SSH, so only the two hosts of a pair talk libfabric
 // and a blocked pair costs its own timeouts, never the whole run. Plus the hidden
 // `xftctl check pair-worker` both ends of a pair run.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -22,6 +27,7 @@
 #include "launcher/fabric_checks.h"
 #include "launcher/fabric_facts.h"
 #include "launcher/fabric_pingpong.h"
+#include "launcher/fabric_report.h"
 #include "launcher/fanout.h"
 #include "launcher/mpirun.h"
 #include "common/log.h"
@@ -33,6 +39,7 @@ struct FabricFlags {
   ReachFlags reach;
   std::string provider;  // empty: each host's inventory provider
   bool json = false;
+  bool all = false;
   bool no_pairs = false;
   bool no_plan = false;
   bool serial_pairs = false;
@@ -230,6 +237,86 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   return pair;
 }
 
+// Where the pairs stand, on stderr (stdout is the report or the JSON
+// document): on a terminal one bar redrawn in place, as setup hosts draws its
+// progress; otherwise a log line each time another tenth of the rounds is
+// done (at most 10 a run, so logs show movement without drowning); -q: none.
+class PairProgress {
+ public:
+  PairProgress(std::size_t batches, std::size_t hosts, bool serial, bool quiet)
+      : batches_(batches), hosts_(hosts), unit_(serial ? "pair" : "round"),
+        style_(quiet || batches == 0 ? Style::none : ::isatty(STDERR_FILENO) ? Style::in_place : Style::lines) {}
+  ~PairProgress() { finish(); }
+
+  void start_batch(std::size_t pairs) {
+    std::lock_guard lock(mutex_);
+    ++batch_;
+    batch_pairs_ = pairs;
+    pairs_done_ = 0;
+    draw(true);
+  }
+  void pair_done() {
+    std::lock_guard lock(mutex_);
+    ++pairs_done_;
+    draw(false);
+  }
+  void batch_done() {
+    std::lock_guard lock(mutex_);
+    if (style_ != Style::lines) return;
+    std::size_t tenth = batch_ * 10 / batches_;
+    if (tenth == tenths_logged_) return;
+    tenths_logged_ = tenth;
+    log::info("check fabric: " + unit_ + " " + std::to_string(batch_) + "/" + std::to_string(batches_) + " done (" +
+              std::to_string(batch_ * 100 / batches_) + "%), " + std::to_string(hosts_) + " hosts");
+  }
+  // Clears the bar; the report follows on a clean line.
+  void finish() {
+    std::lock_guard lock(mutex_);
+    if (!drawn_) return;
+    std::fputs("\r\x1b[K", stderr);
+    std::fflush(stderr);
+    drawn_ = false;
+  }
+
+ private:
+  enum class Style { none, in_place, lines };
+  using Clock = std::chrono::steady_clock;
+
+  static std::size_t terminal_columns() {
+    winsize size{};
+    // One column short: a line that fills the last column makes the terminal wrap before \r.
+    if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) return size.ws_col - 1;
+    return 79;
+  }
+  // "check fabric [#####...............]  round 17/126, 12/32 pairs"
+  std::string line(std::size_t columns) const {
+    constexpr std::size_t kBar = 20;
+    std::size_t filled = (batch_ - 1) * kBar / batches_;
+    std::string text = "check fabric [" + std::string(filled, '#') + std::string(kBar - filled, '.') + "]  " + unit_ +
+                       " " + std::to_string(batch_) + "/" + std::to_string(batches_);
+    if (unit_ == "round") text += ", " + std::to_string(pairs_done_) + "/" + std::to_string(batch_pairs_) + " pairs";
+    return text.substr(0, columns);
+  }
+  // At most every 100 ms: a redraw per pair would flood a slow terminal.
+  void draw(bool now) {
+    if (style_ != Style::in_place) return;
+    auto at = Clock::now();
+    if (!now && at - drawn_at_ < std::chrono::milliseconds(100)) return;
+    drawn_at_ = at;
+    std::fprintf(stderr, "\r%s\x1b[K", line(terminal_columns()).c_str());
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  std::size_t batches_, hosts_;
+  std::string unit_;
+  Style style_;
+  std::mutex mutex_;
+  std::size_t batch_ = 0, batch_pairs_ = 0, pairs_done_ = 0, tenths_logged_ = 0;
+  Clock::time_point drawn_at_{};
+  bool drawn_ = false;
+};
+
 void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
   std::vector<const launcher::Check*> rows;
   for (const auto& c : checks)
@@ -248,6 +335,26 @@ void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
     if (!c->fix.empty()) std::printf("%*s  fix: %s\n", int(w_who), "", c->fix.c_str());
   }
   std::printf("\n");
+}
+
+// Default: the problems folded, the summary, the matrices (per host past 16
+// hosts); --all: every row, each matrix in full.
+void print_report(const std::vector<launcher::Check>& checks, bool all, std::size_t hosts, std::size_t pairs,
+                  const launcher::PairMatrix& latency, const launcher::PairMatrix& bandwidth) {
+  if (all) {
+    print_check_table(checks, false);
+    print_check_table(checks, true);
+  } else if (auto problems = launcher::format_problems(checks); !problems.empty()) {
+    std::printf("%s\n", problems.c_str());
+  }
+  std::printf("%s\n", launcher::summary_line(checks, hosts, pairs).c_str());
+  if (pairs == 0) return;
+  auto matrix = [all](const launcher::PairMatrix& m, int decimals) {
+    return all ? launcher::format_matrix(m, decimals) : launcher::format_matrix_for_width(m, decimals);
+  };
+  std::printf("\n%s\n", matrix(latency, 1).c_str());
+  std::printf("%s", matrix(bandwidth, 2).c_str());
+  std::printf("! = far off the median (latency above 2x, bandwidth below half)\n");
 }
 
 std::string size_label(std::size_t size) {
@@ -308,7 +415,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
                                  names, {}, true, {}, 0};
   latency.values.assign(n, std::vector<std::optional<double>>(n));
   bandwidth.values.assign(n, std::vector<std::optional<double>>(n));
-  bool pairs_ran = false;
+  std::size_t pairs_ran = 0;
   if (!flags.no_pairs && n >= 2) {
     int base = flags.port;
     if (base == 0) base = 40000 + static_cast<int>(std::random_device{}() % 10000) * 2;
@@ -324,16 +431,21 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
       else
         batches.push_back(rounds[r]);
     }
+    PairProgress progress(batches.size(), n, flags.serial_pairs, ctx.quiet);
     for (const auto& batch : batches) {
       std::vector<std::pair<std::size_t, std::size_t>> runnable;
       for (const auto& [a, b] : batch)
         if (probes[a].session && probes[b].session) runnable.emplace_back(a, b);
-      if (!runnable.empty()) pairs_ran = true;
+      pairs_ran += runnable.size();
+      progress.start_batch(runnable.size());
       launcher::run_bounded(runnable.size(), static_cast<int>(runnable.size()), [&](std::size_t i) {
         auto [a, b] = runnable[i];
         runs[a * n + b] = run_pair(flags, probes[a], probes[b], ports[a * n + b]);
+        progress.pair_done();
       });
+      progress.batch_done();
     }
+    progress.finish();
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = 0; b < n; ++b) {
         auto& pair = runs[a * n + b];
@@ -369,17 +481,11 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
       out["latency_us"] = launcher::matrix_to_json(latency);
       out["bandwidth_gbps"] = launcher::matrix_to_json(bandwidth);
     }
-    out["summary"] = {{"pass", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}};
+    out["summary"] = {{"pass", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}, {"hosts", n},
+                      {"pairs", pairs_ran}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    print_check_table(checks, false);
-    print_check_table(checks, true);
-    if (pairs_ran) {
-      std::printf("%s\n", launcher::format_matrix(latency, 1).c_str());
-      std::printf("%s\n", launcher::format_matrix(bandwidth, 2).c_str());
-      std::printf("! = far off the median (latency above 2x, bandwidth below half)\n");
-    }
-    std::printf("%zu host%s: %d PASS, %d WARN, %d FAIL\n", n, n == 1 ? "" : "s", counts[0], counts[1], counts[2]);
+    print_report(checks, flags.all, n, pairs_ran, latency, bandwidth);
   }
   std::fflush(stdout);
   if (!why_no_plan.empty())
@@ -446,6 +552,9 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   add_reach_flags(*fabric, flags.reach);
   fabric->add_option("--provider", flags.provider, "libfabric provider for every host (default: the inventory's)");
   fabric->add_flag("--json", flags.json, "print a JSON object: checks, latency and bandwidth matrices");
+  fabric->add_flag("--all", flags.all,
+                   "every check's row, PASS too, and the full matrices (default: the problems folded by host, "
+                   "a summary, and per-host matrix rows past 16 hosts)");
   fabric->add_flag("--no-pairs", flags.no_pairs, "per-host checks only");
   fabric->add_flag("--serial-pairs", flags.serial_pairs,
                    "one pair at a time (default: disjoint pairs at once, each host in at most one)");

@@ -1,0 +1,262 @@
+#include "launcher/fabric_report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "inventory/load.h"
+
+namespace xft::launcher {
+namespace {
+
+// Placeholders that cannot occur in a check's text.
+const std::string kHost = "\x01";
+const std::string kPeer = "\x02";
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }
+
+// `name` replaced by `by` where it stands as a whole word ("h1" not inside "h10").
+std::string replace_word(const std::string& text, const std::string& name, const std::string& by) {
+  if (name.empty()) return text;
+  std::string out;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t found = text.find(name, at);
+    if (found == std::string::npos) break;
+    std::size_t end = found + name.size();
+    // A trailing '.' ends a sentence, not a name.
+    bool before = found == 0 || !name_char(text[found - 1]);
+    bool after = end == text.size() || !name_char(text[end]) || (text[end] == '.' && (end + 1 == text.size() || !name_char(text[end + 1])));
+    out += text.substr(at, found - at) + (before && after ? by : name);
+    at = end;
+  }
+  return out + text.substr(at);
+}
+
+std::string replace_all(std::string text, const std::string& what, const std::string& by) {
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + by.size()))
+    text.replace(at, what.size(), by);
+  return text;
+}
+
+std::pair<std::string, std::string> split_pair(const std::string& pair) {
+  auto arrow = pair.find(" -> ");
+  if (arrow == std::string::npos) return {pair, ""};
+  return {pair.substr(0, arrow), pair.substr(arrow + 4)};
+}
+
+std::vector<std::string> unique_in_order(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& name : names)
+    if (seen.insert(name).second) out.push_back(name);
+  return out;
+}
+
+std::string pad_right(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
+std::string format_value(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// Columns of text, the first left-aligned and the rest right-aligned but the last.
+std::string format_columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string text;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      std::string pad(widths[c] - row[c].size(), ' ');
+      bool left = c == 0 || c + 1 == row.size();
+      line += left ? row[c] + (c + 1 == row.size() ? "" : pad) : pad + row[c];
+      if (c + 1 < row.size()) line += "  ";
+    }
+    text += line + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<ProblemGroup> group_problems(const std::vector<Check>& checks) {
+  std::vector<ProblemGroup> groups;
+  std::map<std::tuple<bool, std::string, int, std::string, std::string>, std::size_t> index;
+  for (bool pairs : {false, true})
+    for (const auto& c : checks) {
+      if (c.verdict == Verdict::pass || c.pair.empty() == pairs) continue;
+      auto [from, to] = pairs ? split_pair(c.pair) : std::pair{c.host, std::string()};
+      auto strip = [&](const std::string& text) { return replace_word(replace_word(text, from, kHost), to, kPeer); };
+      auto key = std::make_tuple(pairs, c.check, static_cast<int>(c.verdict), strip(c.observed), strip(c.fix));
+      auto [it, added] = index.emplace(key, groups.size());
+      if (added) groups.push_back({c.check, c.verdict, {}, {}, std::get<3>(key), std::get<4>(key)});
+      auto& group = groups[it->second];
+      if (pairs) group.pairs.emplace_back(from, to);
+      else group.hosts.push_back(from);
+    }
+  // The placeholders back as the folded sets of the group's hosts.
+  for (auto& group : groups) {
+    std::vector<std::string> froms = group.hosts, tos;
+    for (const auto& [from, to] : group.pairs) {
+      froms.push_back(from);
+      tos.push_back(to);
+    }
+    std::string from_set = inventory::fold_names(unique_in_order(froms));
+    std::string to_set = inventory::fold_names(unique_in_order(tos));
+    for (auto* text : {&group.observed, &group.fix}) *text = replace_all(replace_all(*text, kHost, from_set), kPeer, to_set);
+  }
+  return groups;
+}
+
+std::string fold_pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::vector<std::string> hosts;
+  std::set<std::pair<std::string, std::string>> unique(pairs.begin(), pairs.end());
+  for (const auto& [from, to] : unique) {
+    hosts.push_back(from);
+    hosts.push_back(to);
+  }
+  hosts = unique_in_order(hosts);
+  if (hosts.size() > 2 && unique.size() == hosts.size() * (hosts.size() - 1))
+    return inventory::fold_names(hosts) + " (every pair)";
+  // Each sender's peers folded, then senders with the same peers folded.
+  std::map<std::string, std::vector<std::string>> peers_of;
+  std::vector<std::string> senders;
+  for (const auto& [from, to] : pairs) {
+    if (!peers_of.count(from)) senders.push_back(from);
+    peers_of[from].push_back(to);
+  }
+  std::vector<std::string> peer_sets;
+  std::map<std::string, std::vector<std::string>> senders_of;
+  for (const auto& from : senders) {
+    std::string peers = inventory::fold_names(unique_in_order(peers_of[from]));
+    if (!senders_of.count(peers)) peer_sets.push_back(peers);
+    senders_of[peers].push_back(from);
+  }
+  std::string text;
+  for (const auto& peers : peer_sets)
+    text += (text.empty() ? "" : "; ") + inventory::fold_names(senders_of[peers]) + " -> " + peers;
+  return text;
+}
+
+std::vector<std::string> fold_host_lines(const std::vector<std::string>& names, std::size_t width) {
+  std::vector<std::string> lines;
+  std::vector<std::string> current;
+  for (const auto& name : names) {
+    current.push_back(name);
+    if (current.size() > 1 && inventory::fold_names(current).size() + 1 > width) {
+      current.pop_back();
+      lines.push_back(inventory::fold_names(current) + ",");
+      current = {name};
+    }
+  }
+  if (!current.empty()) lines.push_back(inventory::fold_names(current));
+  return lines;
+}
+
+std::string format_problems(const std::vector<Check>& checks, std::size_t width) {
+  auto groups = group_problems(checks);
+  if (groups.empty()) return "";
+  constexpr std::size_t kSubjectColumn = 24;
+  std::vector<std::string> subjects;
+  std::size_t w_subject = 4, w_check = 5;
+  for (const auto& group : groups) {
+    subjects.push_back(group.pairs.empty() ? inventory::fold_names(group.hosts) : fold_pairs(group.pairs));
+    if (subjects.back().size() <= kSubjectColumn) w_subject = std::max(w_subject, subjects.back().size());
+    w_check = std::max(w_check, group.check.size());
+  }
+  std::string text = pad_right("WHO", w_subject) + "  " + pad_right("CHECK", w_check) + "  VERDICT  OBSERVED\n";
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& group = groups[i];
+    std::string subject = subjects[i];
+    if (subject.size() > w_subject) {
+      // Hosts wrap as nodesets; a list of pair groups at its "; ".
+      if (group.pairs.empty()) {
+        for (const auto& line : fold_host_lines(group.hosts, width)) text += line + "\n";
+      } else {
+        for (std::size_t at = 0; at < subject.size();) {
+          std::size_t next = subject.find("; ", at);
+          text += subject.substr(at, next == std::string::npos ? std::string::npos : next + 1 - at) + "\n";
+          at = next == std::string::npos ? subject.size() : next + 2;
+        }
+      }
+      subject.clear();
+    }
+    text += pad_right(subject, w_subject) + "  " + pad_right(group.check, w_check) + "  " +
+            pad_right(verdict_name(group.verdict), 7) + "  " + group.observed + "\n";
+    if (!group.fix.empty()) text += std::string(w_subject, ' ') + "  fix: " + group.fix + "\n";
+  }
+  return text;
+}
+
+std::string summary_line(const std::vector<Check>& checks, std::size_t hosts, std::size_t pairs) {
+  int counts[3] = {0, 0, 0};
+  for (const auto& c : checks) ++counts[static_cast<int>(c.verdict)];
+  std::string text = std::to_string(hosts) + (hosts == 1 ? " host, " : " hosts, ");
+  text += pairs == 0 ? "no pairs" : std::to_string(pairs) + (pairs == 1 ? " pair" : " pairs");
+  return text + ": " + std::to_string(counts[0]) + " PASS, " + std::to_string(counts[1]) + " WARN, " +
+         std::to_string(counts[2]) + " FAIL";
+}
+
+std::string format_matrix_per_host(const PairMatrix& matrix, int decimals) {
+  std::vector<std::vector<std::string>> rows{{"from", "min", "median", "max", "worst to"}};
+  for (std::size_t r = 0; r < matrix.hosts.size(); ++r) {
+    std::vector<std::pair<double, std::size_t>> figures;
+    std::vector<std::string> missing;
+    for (std::size_t c = 0; c < matrix.hosts.size(); ++c) {
+      if (r == c) continue;
+      if (matrix.values[r][c]) figures.emplace_back(*matrix.values[r][c], c);
+      else missing.push_back(matrix.hosts[c]);
+    }
+    std::sort(figures.begin(), figures.end());
+    std::vector<std::string> row{matrix.hosts[r], "-", "-", "-"};
+    if (!figures.empty()) {
+      std::size_t n = figures.size();
+      double median = n % 2 ? figures[n / 2].first : (figures[n / 2 - 1].first + figures[n / 2].first) / 2;
+      row[1] = format_value(figures.front().first, decimals);
+      row[2] = format_value(median, decimals);
+      row[3] = format_value(figures.back().first, decimals);
+    }
+    if (!missing.empty()) {
+      row.push_back("no figure: " + inventory::fold_names(missing));
+    } else if (!figures.empty()) {
+      // The first peer with the worst figure (figures are sorted by value, then peer).
+      auto worst = figures.front();
+      if (!matrix.higher_is_better)
+        worst = *std::find_if(figures.begin(), figures.end(), [&](auto& f) { return f.first == figures.back().first; });
+      auto [value, c] = worst;
+      bool flagged = !matrix.flagged.empty() && matrix.flagged[r][c];
+      row.push_back(matrix.hosts[c] + " " + format_value(value, decimals) + (flagged ? " !" : ""));
+    } else {
+      row.push_back("-");
+    }
+    rows.push_back(row);
+  }
+  std::string title = replace_all(matrix.title, "row: from, column: to", "per host, to the other hosts");
+  return title + "\n" + format_columns(rows);
+}
+
+std::string format_matrix_for_width(const PairMatrix& matrix, int decimals, std::size_t width) {
+  if (matrix.hosts.size() <= kFullMatrixHosts) {
+    std::string full = format_matrix(matrix, decimals);
+    std::size_t widest = 0;
+    for (std::size_t at = 0; at < full.size();) {
+      std::size_t end = full.find('\n', at);
+      if (end == std::string::npos) end = full.size();
+      widest = std::max(widest, end - at);
+      at = end + 1;
+    }
+    if (widest <= width) return full;
+  }
+  return format_matrix_per_host(matrix, decimals);
+}
+
+}  // namespace xft::launcher
