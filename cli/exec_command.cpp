@@ -2,8 +2,9 @@
 // outputs are folded like `clush -b`: hosts with identical output and exit
 // status share one block under `---- h[01-64] (exit 0) ----`. A block is the
 // host's stdout followed by its stderr (no pty, so the two streams arrive
-// separately). --stream prints `host: line` as lines arrive instead; --json
-// one document. While hosts still run, a progress line goes to stderr.
+// separately); many one-line blocks are packed in columns instead. --stream
+// prints `host: line` as lines arrive; --json one document. While hosts still
+// run, a progress line goes to stderr.
 #include <unistd.h>
 
 #include <algorithm>
@@ -207,6 +208,39 @@ void print_group(const OutputGroup& group) {
   if (!group.output.empty() && group.output.back() != '\n') std::fputs("\n", stdout);
 }
 
+// Past this many blocks of one line each (64 hostnames), `host: line`
+// entries packed in columns, row by row, keep the report within a screen.
+constexpr size_t kPackedAbove = 30;
+
+bool one_line(const std::string& output) {
+  auto nl = output.find('\n');
+  return !output.empty() && (nl == std::string::npos || nl + 1 == output.size());
+}
+
+void print_packed(const std::vector<OutputGroup>& groups) {
+  std::vector<std::string> entries;
+  size_t widest = 0;
+  for (const auto& group : groups) {
+    std::string text = group.output.substr(0, group.output.find('\n'));
+    std::string status = group.exit_status ? " (exit " + std::to_string(group.exit_status) + ")" : "";
+    entries.push_back(inventory::fold_names(group.hosts) + status + ": " + text);
+    widest = std::max(widest, entries.back().size());
+  }
+  size_t columns = std::max<size_t>(1, (playbooks::kReportWidth + 2) / (widest + 2));
+  for (size_t i = 0; i < entries.size(); ++i) {
+    bool last = (i + 1) % columns == 0 || i + 1 == entries.size();
+    std::string cell = last ? entries[i] : entries[i] + std::string(widest + 2 - entries[i].size(), ' ');
+    std::printf("%s%s", cell.c_str(), last ? "\n" : "");
+  }
+}
+
+void print_folded(const std::vector<OutputGroup>& groups) {
+  bool pack = groups.size() > kPackedAbove &&
+              std::all_of(groups.begin(), groups.end(), [](const OutputGroup& g) { return one_line(g.output); });
+  if (pack) return print_packed(groups);
+  for (const auto& group : groups) print_group(group);
+}
+
 std::string status_word(const ExecOutcome& outcome) {
   if (outcome.error) return launcher::failure_name(outcome.error->kind);
   return outcome.result->exit_status == 0 ? "ok" : "failed";
@@ -277,7 +311,7 @@ void run_exec(Context& ctx, const ReachFlags& reach, const ExecFlags& flags) {
 
   if (flags.json) std::printf("%s\n", outcomes_json(command, outcomes).dump(2).c_str());
   else if (!flags.stream)
-    for (const auto& group : fold_outputs(outcomes)) print_group(group);
+    print_folded(fold_outputs(outcomes));
   std::fflush(stdout);
   bool any_unreachable = false, any_failed = false;
   report_failures(outcomes, any_unreachable, any_failed);

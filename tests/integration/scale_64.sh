@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Output at cluster scale: on 64 namespace hosts, `setup hosts`, `exec --
+# hostname` and `topology` each print at most 100 columns and 60 lines by
+# default (folded host sets, one-line outputs packed in columns, ranks per
+# host and a transport summary instead of a rank x rank matrix), and the same
+# runs with --json give one document that parses.
+source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
+
+start_cluster 64 --share-all --private /etc/xftctl
+
+# fits NAME: stdout ($OUT) within 100 columns and 60 lines.
+fits() {
+  local widest lines
+  widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' <<<"$OUT")
+  lines=$(wc -l <<<"$OUT")
+  ((widest <= 100)) || fail "$1: a line of $widest columns: $(awk 'length($0) > 100' <<<"$OUT" | head -n 3)"
+  ((lines <= 60)) || fail "$1: $lines lines: $(head -n 70 <<<"$OUT")"
+}
+parses() {  # NAME: stdout is one JSON document
+  python3 -c 'import json, sys; json.load(sys.stdin)' <<<"$OUT" || fail "$1: --json does not parse: ${OUT:0:400}"
+}
+
+step "setup hosts: one line per task for all 64 hosts"
+xft setup hosts --accept-new-host-keys
+assert_eq 0 "$RC" "setup hosts on 64 hosts; stderr: ${ERR:0:400}"
+fits "setup hosts"
+assert_contains "$OUT" $'TASK [MPI hostfile]\n  changed: h[01-64]: /etc/xftctl/hostfile: created' "a folded task"
+xft setup hosts --json
+assert_eq 0 "$RC" "setup hosts --json"
+parses "setup hosts --json"
+
+step "exec -- hostname: 64 one-line outputs packed in columns"
+xft exec -- hostname
+assert_eq 0 "$RC" "exec hostname on 64 hosts"
+assert_eq "" "$ERR" "exec stderr once keys are known"
+fits "exec hostname"
+expected=""
+for i in $(seq 1 64); do
+  h=h$(printf %02d "$i")
+  ((i % 10 == 0 || i == 64)) && expected+="$h: $h"$'\n' || expected+="$h: $h  "
+done
+assert_eq "${expected%$'\n'}" "$OUT" "exec hostname packed, 10 to a row"
+
+step "exec -- echo hi: 64 hosts folded into one block"
+xft exec -- echo hi
+assert_eq $'---- h[01-64] (exit 0) ----\nhi' "$OUT" "exec echo folded"
+fits "exec echo"
+
+step "exec --json: one document with every host"
+xft exec --json -- hostname
+assert_eq 0 "$RC" "exec --json exit code"
+parses "exec --json"
+assert_eq "64 ok 64" "$(jq -r '[(.hosts | length), (.hosts[63].status), (.hosts | map(select(.stdout == .host + "\n")) | length)] | join(" ")' <<<"$OUT")" "exec --json hosts"
+
+step "topology: ranks per host and one transport summary"
+xft topology --ranks-per-host 1
+assert_eq 0 "$RC" "topology exit code; stderr: ${ERR:0:400}"
+fits "topology"
+per_host=""
+for i in $(seq 1 64); do per_host+="h$(printf %02d "$i") $((i - 1)), "; done
+assert_eq "${per_host%, }" "$(sed -n '/^Ranks per host:/,/^$/p' <<<"$OUT" | sed '1d;$d;s/^  //' | tr '\n' ' ' | sed 's/ $//')" "ranks per host"
+assert_contains "$OUT" $'Transports:\n  tcp;ofi_rxm across hosts (4032 rank pairs)' "transport summary"
+assert_contains "$OUT" "h[01-64]: 64 hosts, 1 rank each" "one binding block for identical hosts"
+
+xft topology --ranks-per-host 1 --json
+parses "topology --json"
+assert_eq "64 64" "$(jq -r '[(.hosts | length), (.ranks | length)] | join(" ")' <<<"$OUT")" "topology --json sizes"
+
+echo "PASS: scale_64"
