@@ -353,7 +353,7 @@ void print_report(const std::vector<launcher::Check>& checks, bool all, std::siz
     return all ? launcher::format_matrix(m, decimals) : launcher::format_matrix_for_width(m, decimals);
   };
   std::printf("\n%s\n", matrix(latency, 1).c_str());
-  std::printf("%s", matrix(bandwidth, 2).c_str());
+  std::printf("%s\n", matrix(bandwidth, 2).c_str());
   std::printf("! = far off the median (latency above 2x, bandwidth below half)\n");
 }
 

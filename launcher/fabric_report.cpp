@@ -86,6 +86,47 @@ std::string format_columns(const std::vector<std::vector<std::string>>& rows) {
   return text;
 }
 
+// `text` in lines of at most `width` columns, broken at spaces (a word, a
+// command or a path stays whole and copyable) or, for a word longer than a
+// line, after its commas; what cannot break stays whole.
+std::vector<std::string> wrap(const std::string& text, std::size_t width) {
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t space = text.find(' ', at);
+    if (space == std::string::npos) space = text.size();
+    std::string word = text.substr(at, space - at);
+    while (word.size() > width) {
+      std::size_t comma = word.rfind(',', width - 1);
+      if (comma == std::string::npos) break;
+      words.push_back(word.substr(0, comma + 1));
+      word = word.substr(comma + 1);
+      words.back() += '\x03';  // glued to the next piece without a space
+    }
+    words.push_back(word);
+    at = space + 1;
+  }
+  std::vector<std::string> lines{""};
+  bool glued = false;
+  for (auto word : words) {
+    bool glue_next = !word.empty() && word.back() == '\x03';
+    if (glue_next) word.pop_back();
+    std::string& line = lines.back();
+    std::string joint = line.empty() || glued ? "" : " ";
+    if (!line.empty() && line.size() + joint.size() + word.size() > width) lines.push_back(word);
+    else line += joint + word;
+    glued = glue_next;
+  }
+  return lines;
+}
+
+// `text` behind `lead`, continued on lines indented to where it started.
+std::string wrapped(const std::string& lead, const std::string& text, std::size_t width) {
+  std::size_t room = width > lead.size() + 20 ? width - lead.size() : 20;
+  std::string out;
+  for (const auto& line : wrap(text, room)) out += (out.empty() ? lead : std::string(lead.size(), ' ')) + line + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::vector<ProblemGroup> group_problems(const std::vector<Check>& checks) {
@@ -190,9 +231,10 @@ std::string format_problems(const std::vector<Check>& checks, std::size_t width)
       }
       subject.clear();
     }
-    text += pad_right(subject, w_subject) + "  " + pad_right(group.check, w_check) + "  " +
-            pad_right(verdict_name(group.verdict), 7) + "  " + group.observed + "\n";
-    if (!group.fix.empty()) text += std::string(w_subject, ' ') + "  fix: " + group.fix + "\n";
+    text += wrapped(pad_right(subject, w_subject) + "  " + pad_right(group.check, w_check) + "  " +
+                        pad_right(verdict_name(group.verdict), 7) + "  ",
+                    group.observed, width);
+    if (!group.fix.empty()) text += wrapped(std::string(w_subject, ' ') + "  fix: ", group.fix, width);
   }
   return text;
 }

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # xftctl check fabric on a 6-host namespace test cluster.
 #  1. h01-h04 as they are: every host check PASSes and the real libfabric
-#     tcp;ofi_rxm ping-pong of every ordered pair fills both matrices; exit 0.
+#     tcp;ofi_rxm ping-pong of every ordered pair fills both matrices; exit 0
+#     (--all: every row, as the default report prints only problems).
 #  2. New TCP connections from h02 to h03 dropped (iptables in h03's network
 #     namespace): h02 -> h03 FAILs (tcp, ssh, libfabric) with the firewall fix,
-#     h03 -> h02 still PASSes, within the pair timeouts; exit 1.
+#     h03 -> h02 still PASSes, within the pair timeouts; exit 1. The default
+#     report: those rows with their fix lines, the summary, the matrices.
 #  3. Recorded sysfs trees (tests/data/fabric) mounted over /sys/class of each
 #     host, the stub eadm and fi_info over /usr/local/bin, memlock set on the
 #     host's sshd: eRDMA ok, eRDMA with cc unset, EFA, irdma/psm3, memlock
 #     64 KiB, port DOWN. Each host's verdicts and fix lines are exact; the cc
-#     fix line, run on the host, makes its check PASS.
+#     fix line, run on the host, makes its check PASS. The default report is
+#     exactly the problems, hosts with the same one folded (h[01-04,06]), each
+#     with its fix line, then the summary; --all the full table.
 #  4. A host that is down is one FAIL row naming it.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 DATA=$XFT_SOURCE_DIR/tests/data/fabric
@@ -30,11 +34,11 @@ rows() { jq -r '.checks[] | [(.host // .pair), .check, .verdict, .observed, .fix
 verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")' <<<"$1"; }
 
 step "1. four clean hosts: every check PASSes, both matrices filled"
-xft check fabric --hosts 'h[01-04]' "${common[@]}"
+xft check fabric --hosts 'h[01-04]' "${common[@]}" --all
 assert_eq 0 "$RC" "exit code of a clean check (stderr: $ERR)
 $OUT"
 # Latency outliers may WARN on this shared machine; nothing may FAIL.
-grep -qE '^4 hosts: [0-9]+ PASS, [0-9]+ WARN, 0 FAIL$' <<<"$OUT" || fail "summary line in:
+grep -qE '^4 hosts, 12 pairs: [0-9]+ PASS, [0-9]+ WARN, 0 FAIL$' <<<"$OUT" || fail "summary line in:
 $OUT"
 for h in h01 h02 h03 h04; do
   addr=$(host_var "$h" ADDR)
@@ -91,6 +95,28 @@ assert_eq "h02,h03,h04|null|true|null" \
   "$(jq -r '[(.latency_us.hosts | join(",")), .latency_us.values[0][1], (.latency_us.values[1][0] > 0), .bandwidth_gbps.values[0][1]] | map(tostring) | join("|")' <<<"$OUT")" \
   "matrices in JSON: no figure for h02 -> h03, one for h03 -> h02"
 ((took < 90)) || fail "a blocked pair must cost its timeouts, not more: the run took ${took}s"
+
+xft check fabric --hosts 'h[02-04]' "${common[@]}"
+assert_eq 1 "$RC" "exit code with a blocked pair (text)"
+h03_port=$(sed -n 's/^h02 -> h03  tcp  .*FAIL     port \([0-9]*\): .*/\1/p' <<<"$OUT")
+blocked=$(grep -A1 '^h02 -> h03  \(tcp\|ssh\) ' <<<"$OUT")
+# Outliers among the other pairs may add latency/bandwidth WARN rows; the
+# libfabric check is the widest, so the columns are these.
+assert_eq "h02 -> h03  tcp                    FAIL     port $h03_port: timed out after 2 s
+            fix: allow all traffic inside the security group (here: new TCP connections from h02 to h03; see \`iptables -S\` / \`nft list ruleset\` on h03)
+h02 -> h03  ssh                    FAIL     port 22: timed out after 2 s
+            fix: allow TCP port 22 from h02 to h03 (security group, firewall)" "$blocked" "the blocked direction's rows, each with its fix:
+$OUT"
+assert_contains "$OUT" "
+h02 -> h03  libfabric tcp;ofi_rxm  FAIL     no answer to the first message within 2 s" "the blocked direction's libfabric row"
+assert_eq "" "$(grep '^h03 -> h02 ' <<<"$OUT" | grep -v '  \(latency\|bandwidth\)  ' || true)" "no problem the other way"
+grep -qE '^3 hosts, 6 pairs: [0-9]+ PASS, [0-9]+ WARN, 3 FAIL$' <<<"$OUT" || fail "summary line in:
+$OUT"
+assert_contains "$OUT" "
+latency, 8 B, one way (us; row: from, column: to)
+from \\ to  " "the latency matrix"
+grep -qE '^h02 +- +FAIL +[0-9.]+( !)?$' <<<"$OUT" || fail "h02's latency row: FAIL to h03 in:
+$OUT"
 ip netns exec "$(host_var h03 NS)" iptables -D INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
 
 step "3. recorded sysfs trees and stub tools: each host's verdicts and fix lines"
@@ -162,10 +188,52 @@ h04|device irdma0|PASS|irdma, port 1 ACTIVE LinkUp, Ethernet, NUMA 1, eth0|" \
   "$(grep '^h04|\(provider\|device [^|]*\)|' <<<"$all")" "the irdma/psm3 host"
 assert_eq "" "$(grep '^h0[34]|\(eadm\|cc\|delayed-ack\)' <<<"$all" || true)" "no eadm checks without an eRDMA device"
 
+# The default report: problems only, the same one on several hosts once.
+json=$OUT
+# TEXT wrapped at spaces into lines of 100 columns behind a lead of LEAD columns.
+wrap() {  # LEAD TEXT
+  awk -v lead="$1" -v text="$2" 'BEGIN {
+    n = split(text, words, " "); line = ""
+    for (i = 1; i <= n; i++) {
+      if (line != "" && lead + length(line) + 1 + length(words[i]) > 100) { print line; line = words[i] }
+      else line = (line == "" ? words[i] : line " " words[i])
+    }
+    print line }' | sed "2,\$s/^/$(printf '%*s' "$1" '')/"
+}
+problem() {  # WHO CHECK VERDICT OBSERVED FIX, in a WHO column of $width
+  printf '%-*s  %-14s  %-7s  %s\n' "$width" "$1" "$2" "$3" "$(wrap $((width + 27)) "$4")"
+  printf '%*s  fix: %s\n' "$width" "" "$(wrap $((width + 7)) "$5")"
+}
+IFS='|' read -r _ _ memlock_verdict memlock_seen memlock_fix <<<"$(memlock_row h01)"
+h05_memlock=("64 KiB (RDMA registration needs unlimited)" "$memlock_fix")
+[[ $memlock_verdict == PASS ]] && h05_memlock[1]="add \`* - memlock unlimited\` to /etc/security/limits.conf and log in again"
+cc=(h02 "cc erdma_0" WARN "0 (not CUBIC)" "eadm conf -d erdma_0 -t cc -v 1")
+numa=(h04 nic-numa WARN "irdma0 on node 1, ranks on 0" "put a rank beside the NIC: \`ranks: per-numa\` for h04 in the inventory")
+down=(h06 "device erdma_0" FAIL "erdma, port 1 DOWN Disabled, Ethernet, NUMA 0, eth0"
+  "bring the link up: \`ip link set eth0 up\`; if it stays DOWN, the ERI is not attached to the instance (ECS console: bind an eRDMA interface)")
+if [[ $memlock_verdict == PASS ]]; then
+  width=4
+  expected=$(problem "${cc[@]}"; problem "${numa[@]}"; problem h05 memlock FAIL "${h05_memlock[@]}"; problem "${down[@]}")
+elif [[ $memlock_seen == "${h05_memlock[0]}" ]]; then  # this machine's limit is 64 KiB too
+  width=8
+  expected=$(problem 'h[01-06]' memlock FAIL "$memlock_seen" "$memlock_fix"; problem "${cc[@]}"; problem "${numa[@]}"; problem "${down[@]}")
+else  # the hosts keep this machine's limit: one row for all of them but h05
+  width=11
+  expected=$(problem 'h[01-04,06]' memlock FAIL "$memlock_seen" "$memlock_fix"; problem "${cc[@]}"; problem "${numa[@]}"
+    problem h05 memlock FAIL "${h05_memlock[@]}"; problem "${down[@]}")
+fi
+count() { jq "[.checks[] | select(.verdict == \"$1\")] | length" <<<"$json"; }
 xft check fabric --no-pairs
+assert_eq 1 "$RC" "exit code of the text report"
+assert_eq "$(printf '%-*s  %-14s  VERDICT  OBSERVED' "$width" WHO CHECK)
+$expected
+
+6 hosts, no pairs: $(count PASS) PASS, $(count WARN) WARN, $(count FAIL) FAIL" "$OUT" "the default report"
+xft check fabric --no-pairs --all
 assert_contains "$OUT" "h02   cc erdma_0           WARN     0 (not CUBIC)
-      fix: eadm conf -d erdma_0 -t cc -v 1" "the text table puts the fix under its row"
-assert_contains "$OUT" "6 hosts: " "text summary"
+      fix: eadm conf -d erdma_0 -t cc -v 1" "--all: the text table puts the fix under its row"
+assert_eq "$(jq '.checks | length' <<<"$json")" "$(grep -c '^h0[1-6] ' <<<"$OUT")" "--all: a row per check"
+assert_eq "6 hosts, no pairs: $(count PASS) PASS, $(count WARN) WARN, $(count FAIL) FAIL" "$(tail -n 1 <<<"$OUT")" "--all: the summary last"
 
 xft exec --hosts h02 -- eadm conf -d erdma_0 -t cc -v 1
 assert_eq 0 "$RC" "the fix line runs on h02 ($ERR)"

@@ -100,12 +100,30 @@ TEST(FabricReport, SubjectsTooLongForTheColumnGetLinesOfTheirOwn) {
   for (int i = 1; i <= 40; i += 2) hosts.push_back(names("node", i, i)[0]);  // every other: no range folds
   for (const auto& host : hosts) checks.push_back(memlock_fail(host));
   auto text = format_problems(checks, 60);
+  EXPECT_LE(widest_line(text), 60u) << text;
   EXPECT_EQ(text,
             "WHO   CHECK    VERDICT  OBSERVED\n"
             "node[01,03,05,07,09,11,13,15,17,19,21,23,25,27,29,31,33,35],\n"
             "node[37,39]\n"
-            "      memlock  FAIL     64 KiB (RDMA registration needs unlimited)\n"
-            "      fix: add `* - memlock unlimited` to /etc/security/limits.conf and log in again\n");
+            "      memlock  FAIL     64 KiB (RDMA registration needs\n"
+            "                        unlimited)\n"
+            "      fix: add `* - memlock unlimited` to\n"
+            "           /etc/security/limits.conf and log in again\n");
+}
+
+TEST(FabricReport, LongObservationsAndFixesWrapAtSpacesAndCommas) {
+  std::vector<Check> checks{{"h01", "", "provider", Verdict::fail,
+                             "no FI_EP_RDM endpoint; providers: psm2,psm,ofi_rxm,ofi_rxd,shm,udp,tcp,sockets",
+                             "install the eRDMA driver and rdma-core, then `fi_info -p 'verbs;ofi_rxm' -t FI_EP_RDM`"}};
+  EXPECT_EQ(format_problems(checks, 50),
+            "WHO   CHECK     VERDICT  OBSERVED\n"
+            "h01   provider  FAIL     no FI_EP_RDM endpoint;\n"
+            "                         providers:\n"
+            "                         psm2,psm,ofi_rxm,ofi_rxd,\n"
+            "                         shm,udp,tcp,sockets\n"
+            "      fix: install the eRDMA driver and rdma-core,\n"
+            "           then `fi_info -p 'verbs;ofi_rxm' -t\n"
+            "           FI_EP_RDM`\n");
 }
 
 TEST(FabricReport, FoldedHostLinesGiveTheWholeSetBack) {
