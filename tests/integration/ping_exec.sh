@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `xftctl ping` and `xftctl exec` against 4 real OpenSSH test hosts
 # (tests/cluster/cluster.sh): host key trust on first use only when asked,
-# the ping table, clush-style folding, per-host exit codes, an unreachable
+# the ping table, clush-style folding by output and exit status, --stream,
+# --json, --timeout, the progress line on a terminal, per-host exit codes, an unreachable
 # host (exit 4), a changed host key (refused, whatever the flags), key and
 # password logins, and the password never showing in output or in `ps`.
 #
@@ -62,26 +63,49 @@ assert_eq "ok ok ok ok" "$(jq -r '[.[].status] | join(" ")' <<<"$OUT")" "json st
 assert_eq "$(host_run h02 nproc)" "$(jq -r '.[1].cpus' <<<"$OUT")" "json cpus of h02"
 assert_eq "$(host_run h03 awk '/^MemTotal:/ {print $2}' /proc/meminfo)" "$(jq -r '.[2].memory_kib' <<<"$OUT")" "json memory of h03"
 
-step "exec folds identical output like clush -b"
+step "exec folds identical output and exit status like clush -b"
 xft exec -- hostname
 assert_eq 0 "$RC" "exec hostname exit code"
 expected=""
-for h in "${H[@]}"; do expected+=$'---------------\n'"$h (1)"$'\n---------------\n'"$h"$'\n'; done
+for h in "${H[@]}"; do expected+="---- $h (exit 0) ----"$'\n'"$h"$'\n'; done
 assert_eq "${expected%$'\n'}" "$OUT" "exec hostname output"
 
 xft exec -- echo hi
 assert_eq 0 "$RC" "exec echo exit code"
-assert_eq $'---------------\nh[01-04] (4)\n---------------\nhi' "$OUT" "exec echo hi folded"
-assert_eq "" "$ERR" "exec echo stderr"
+assert_eq $'---- h[01-04] (exit 0) ----\nhi' "$OUT" "exec echo hi folded"
+assert_eq "" "$ERR" "exec echo stderr (a fast run shows no progress off a terminal)"
 
 step "per-host exit codes"
 xft exec -- 'case $(hostname) in h02) exit 3;; h04) echo other; exit 5;; esac; echo fine'
 assert_eq 2 "$RC" "exec exit code when commands fail"
-assert_eq $'---------------\nh[01,03] (2)\n---------------\nfine\n---------------\nh04 (1)\n---------------\nother' "$OUT" "exec mixed output"
+assert_eq $'---- h[01,03] (exit 0) ----\nfine\n---- h02 (exit 3) ----\n---- h04 (exit 5) ----\nother' "$OUT" "exec mixed output"
 assert_eq $'xftctl: h02: exited with 3\nxftctl: h04: exited with 5' "$ERR" "exec exit lines"
 
 xft exec --hosts 'h[02-03]' -- hostname
-assert_eq $'---------------\nh02 (1)\n---------------\nh02\n---------------\nh03 (1)\n---------------\nh03' "$OUT" "exec --hosts"
+assert_eq $'---- h02 (exit 0) ----\nh02\n---- h03 (exit 0) ----\nh03' "$OUT" "exec --hosts"
+
+xft exec -- 'case $(hostname) in h0[12]) echo same; exit 1;; esac; echo same'
+assert_eq 2 "$RC" "exec with the same output, different exit statuses"
+assert_eq $'---- h[01-02] (exit 1) ----\nsame\n---- h[03-04] (exit 0) ----\nsame' "$OUT" "exit status splits a fold"
+assert_eq "xftctl: h[01-02]: exited with 1" "$ERR" "hosts with the same exit status share a line"
+
+step "exec --stream: host: line, each stream to its own"
+xft exec --stream -- 'echo one; echo warn >&2; printf two'
+assert_eq 0 "$RC" "exec --stream exit code"
+expected=""
+for h in "${H[@]}"; do expected+="$h: one"$'\n'"$h: two"$'\n'; done
+assert_eq "${expected%$'\n'}" "$(sort -s -t: -k1,1 <<<"$OUT")" "stream stdout, a host's lines in order"
+assert_eq $'h01: warn\nh02: warn\nh03: warn\nh04: warn' "$(sort <<<"$ERR")" "stream stderr"
+xft exec --stream --json -- true
+assert_eq 5 "$RC" "--stream with --json is a usage error"
+
+step "exec --json: one document with every host"
+xft exec --json -- 'echo out; echo err >&2; test $(hostname) != h02'
+assert_eq 2 "$RC" "exec --json exit code with a failing host"
+assert_eq "exec --json: echo out; echo err >&2; test \$(hostname) != h02" "exec --json: $(jq -r .command <<<"$OUT")" "json command"
+assert_eq "h01 ok 0|h02 failed 1|h03 ok 0|h04 ok 0" "$(jq -r '[.hosts[] | "\(.host) \(.status) \(.exit_status)"] | join("|")' <<<"$OUT")" "json statuses"
+assert_eq $'out\n|err\n|null' "$(jq -r '.hosts[2] | "\(.stdout)|\(.stderr)|\(.error)"' <<<"$OUT")" "json streams of h03"
+assert_eq "xftctl: h02: exited with 1" "$ERR" "json run's stderr"
 xft exec --hosts h09 -- true
 assert_eq 1 "$RC" "exec --hosts with an unknown host"
 assert_eq "xftctl: --hosts: h09 is not an inventory host or group (see xftctl inventory show)" "$ERR" "unknown --hosts message"
@@ -89,12 +113,30 @@ assert_eq "xftctl: --hosts: h09 is not an inventory host or group (see xftctl in
 xft exec --timeout 1 --hosts h01 -- sleep 8
 assert_eq 2 "$RC" "exec past --timeout"
 assert_eq "xftctl: h01 ($(addr h01)): command timed out after 1s: sleep 8" "$ERR" "timeout message"
+xft exec --json --timeout 1 --hosts h01 -- sleep 8
+assert_eq 2 "$RC" "exec --json past --timeout"
+assert_eq "timeout null" "$(jq -r '.hosts[0] | "\(.status) \(.exit_status)"' <<<"$OUT")" "json timeout"
+assert_contains "$("$XFTCTL" exec --help)" "--timeout INT:INT in [0 - 604800]=600" "exec's default timeout"
+
+step "exec on a terminal: the hosts still running, redrawn in place and cleared"
+if command -v script >/dev/null; then
+  printf -v line '%q ' "$XFTCTL" -i "$CLUSTER_INVENTORY" exec --hosts h02 -- 'sleep 2; echo done'
+  script -qec "$line" /dev/null >"$TEST_TMP/tty"
+  tty=$(sed 's/\r$//' "$TEST_TMP/tty")
+  assert_contains "$tty" $'\r1 of 1 hosts still running: h02\e[K' "progress line"
+  assert_eq $'---- h02 (exit 0) ----\ndone' "$(sed 's/\r1 of 1 hosts still running: h02\x1b\[K//g; s/\r\x1b\[K//g' <<<"$tty")" "report once the line is cleared"
+  printf -v line '%q ' "$XFTCTL" -q -i "$CLUSTER_INVENTORY" exec --hosts h02 -- 'sleep 1; echo done'
+  script -qec "$line" /dev/null >"$TEST_TMP/tty"
+  assert_eq $'---- h02 (exit 0) ----\ndone' "$(sed 's/\r$//' "$TEST_TMP/tty")" "-q: no progress line"
+else
+  echo "no script(1): terminal progress not checked"
+fi
 
 step "each host has its own /tmp; --share-free hosts have their own shared dir"
 xft exec -- 'echo $(hostname) > /tmp/me; echo $(hostname) > /mnt/me'
 xft exec -- 'cat /tmp/me /mnt/me'
 expected=""
-for h in "${H[@]}"; do expected+=$'---------------\n'"$h (1)"$'\n---------------\n'"$h"$'\n'"$h"$'\n'; done
+for h in "${H[@]}"; do expected+="---- $h (exit 0) ----"$'\n'"$h"$'\n'"$h"$'\n'; done
 assert_eq "${expected%$'\n'}" "$OUT" "per-host files"
 
 step "the transport against a real sshd (unit_launcher SshTransportLive.*)"
@@ -114,7 +156,7 @@ grep -q "key: $TEST_TMP/id_ed25519" "$TEST_TMP/key-inventory.yaml" || fail "key 
 RC=0
 env -u XFT_TEST_PASSWORD "$XFTCTL" -i "$TEST_TMP/key-inventory.yaml" exec -- echo key-ok >"$TEST_TMP/out" 2>"$TEST_TMP/err" || RC=$?
 assert_eq 0 "$RC" "exec with key auth; stderr: $(cat "$TEST_TMP/err")"
-assert_eq $'---------------\nh[01-04] (4)\n---------------\nkey-ok' "$(cat "$TEST_TMP/out")" "key auth output"
+assert_eq $'---- h[01-04] (exit 0) ----\nkey-ok' "$(cat "$TEST_TMP/out")" "key auth output"
 
 step "a wrong password is an auth failure (exit 2) and never printed"
 RC=0
@@ -135,7 +177,7 @@ assert_contains "$table" "4 hosts: 3 ok, 1 unreachable" "summary with h03 down"
 assert_contains "$ERR" "xftctl: h03 ($(addr h03)): unreachable: " "unreachable message"
 xft exec -- echo hi
 assert_eq 4 "$RC" "exec with h03 down"
-assert_eq $'---------------\nh[01-02,04] (3)\n---------------\nhi' "$OUT" "exec folding without h03"
+assert_eq $'---- h[01-02,04] (exit 0) ----\nhi' "$OUT" "exec folding without h03"
 xft exec -- 'test $(hostname) != h01'
 assert_eq 4 "$RC" "unreachable wins over a failed command"
 cluster start-host h03
