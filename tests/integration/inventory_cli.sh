@@ -113,7 +113,32 @@ errors.yaml:14:13: hosts[3].fabric: expected a map (like {provider: \"tcp;ofi_rx
 errors.yaml:17:12: hosts[4].ranks: \`per-core\` is not a number, per-socket or per-numa (e.g. ranks: 2)
 errors.yaml:18:11: hosts[5].name: duplicate host name \`a3\` (also declared at line 15; names must be unique)" -- \
   "$XFTCTL" -i errors.yaml inventory validate
-check show-errors 1 "" "$(cat "$work/err")" -- "$XFTCTL" -i errors.yaml inventory show
+validate_errors_stderr=$(cat "$work/err")
+check show-errors 1 "" "$validate_errors_stderr" -- "$XFTCTL" -i errors.yaml inventory show
+check validate-json 0 '{
+  "path": "'"$data"'/minimal.yaml",
+  "ok": true,
+  "hosts": 5
+}' "" -- "$XFTCTL" -i "$data/minimal.yaml" inventory validate --json
+# --json: every problem as an object on stdout; stderr as without --json.
+check validate-errors-json 1 "$("$XFTCTL" -i errors.yaml inventory validate --json 2>/dev/null)" \
+  "$validate_errors_stderr" -- "$XFTCTL" -i errors.yaml inventory validate --json
+summary=$(jq -c '[.path, .ok, (.problems | length), .problems[9]]' "$work/out")
+if [[ $summary == '["errors.yaml",false,10,{"file":"errors.yaml","line":18,"column":11,"message":"hosts[5].name: duplicate host name `a3` (also declared at line 15; names must be unique)"}]' ]]; then
+  echo "ok   validate-errors-json-problems"
+else
+  echo "FAIL validate-errors-json-problems: $summary"; failures=$((failures + 1))
+fi
+check validate-missing-json 1 '{
+  "path": null,
+  "ok": false,
+  "problems": [
+    {
+      "message": "inventory nothere.yaml (from -i) does not exist or is not a file"
+    }
+  ]
+}' "xftctl: inventory nothere.yaml (from -i) does not exist or is not a file" -- \
+  "$XFTCTL" -i nothere.yaml inventory validate --json
 if grep -q do-not-store-me "$work/err"; then echo "FAIL the password value was printed"; failures=$((failures + 1)); fi
 
 check import-xft-demo 0 'hosts:
