@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `xftctl model make-test` writes the golden test models bit-exactly with
-# their tokenizer files; `xftctl model check` validates and rejects.
+# their tokenizer files; `xftctl model check` validates and rejects (also as --json).
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
 golden="$XFT_SOURCE_DIR/tests/data/golden"
@@ -41,6 +41,10 @@ PY
 done
 assert_eq "$TEST_TMP/qwen3-tiny-s11: Qwen3ForCausalLM, 2 layers, hidden 64, heads 4 (kv 2, head_dim 32), intermediate 128, vocab 151936, tied embeddings, 24 tensors, 18.74 MiB: OK" \
   "$OUT" "model check output"
+xft model check "$TEST_TMP/qwen3-tiny-s11" --json
+assert_eq 0 "$RC" "model check --json exit code ($ERR)"
+assert_eq '{"dir":"'"$TEST_TMP"'/qwen3-tiny-s11","architecture":"Qwen3ForCausalLM","layers":2,"hidden":64,"heads":4,"kv_heads":2,"head_dim":32,"intermediate":128,"vocab":151936,"tie_embeddings":true,"quant":null,"tensors":24,"bytes":19645312,"ok":true}' \
+  "$(jq -c . <<<"$OUT")" "model check --json"
 ls "$TEST_TMP" | grep -q xftctl-tmp && fail "a temp folder was left behind"
 
 step "a non-empty output directory is kept unless --force"
@@ -72,4 +76,7 @@ rm "$model/model.safetensors"
 xft model check "$model"
 assert_eq "1|xftctl: $model/model.safetensors: missing (and no model.safetensors.index.json for a sharded checkpoint)" \
   "$RC|$ERR" "missing weights"
+xft model check "$model" --json
+assert_eq "1|{\"dir\":\"$model\",\"ok\":false,\"error\":\"$model/model.safetensors: missing (and no model.safetensors.index.json for a sharded checkpoint)\"}" \
+  "$RC|$(jq -c . <<<"$OUT")" "model check --json of a broken checkpoint"
 echo PASS

@@ -67,6 +67,13 @@ for h in "${H[@]}"; do expected+="$h: sent 0 files, 0 bytes; 1001 unchanged"$'\n
 assert_eq "${expected%$'\n'}" "$(sync_lines)" "second sync summary"
 assert_contains "$OUT" "on 4 hosts: 4 ok, 0 failed; sent 0 files, 0 bytes" "second sync totals"
 
+step "--json: one document, per host counts and changes"
+xft sync "$SRC" --dest "$DEST" --json
+assert_eq 0 "$RC" "sync --json exit code; stderr: $ERR"
+assert_eq "$DEST 4 0 0 0" "$(jq -r '"\(.dest) \(.ok) \(.failed) \(.files_sent) \(.bytes_sent)"' <<<"$OUT")" "sync --json totals"
+assert_eq "h01 ok 0 1001 0|h02 ok 0 1001 0|h03 ok 0 1001 0|h04 ok 0 1001 0" \
+  "$(jq -r '[.hosts[] | "\(.host) \(.status) \(.files_sent) \(.files_unchanged) \(.changes | length)"] | join("|")' <<<"$OUT")" "sync --json hosts"
+
 step "a file changed in place (same size) is the only one sent"
 printf 'FILE 04/42\n' >"$SRC/part-04/small 42.txt"
 xft sync "$SRC" --dest "$DEST"
@@ -96,6 +103,11 @@ assert_contains "$OUT" "h03: would send 1 file, 4 bytes; 1001 unchanged; 1 remov
 assert_contains "$OUT" "h01: would send 1 file, 4 bytes; 1001 unchanged
   send part-00/added.txt (4 bytes, 0644)" "check listing for h01"
 assert_eq "$before" "$(host_state h03)" "h03 after --check"
+xft sync "$SRC" --dest "$DEST" --check --delete --json
+assert_eq 0 "$RC" "check --json exit code; stderr: $ERR"
+assert_eq 'true|[{"change":"remove","path":"part-02/extra.txt"},{"change":"send","path":"part-00/added.txt","bytes":4,"mode":"0644"}]' \
+  "$(jq -c -r '"\(.check)|\(.hosts[2].changes)"' <<<"$OUT")" "check --json changes of h03"
+assert_eq "$before" "$(host_state h03)" "h03 after --check --json"
 
 step "--delete removes what DIR does not have"
 xft sync "$SRC" --dest "$DEST" --delete
