@@ -73,6 +73,16 @@ expect_eq "local: --dry-run prints the exact mpirun command" \
   "mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu0 -m 0 $XFTCTL rank-probe : -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu1 -m 0 $XFTCTL rank-probe" \
   "$dry"
 
+json=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --dry-run --json -- "$XFTCTL" rank-probe)
+expect_eq "local: --dry-run --json argv is the printed command, token by token" \
+  "$(echo "$dry" | tr ' ' '\n')" "$(jq -r '.argv[]' <<<"$json")"
+expect_eq "local: --dry-run --json ranks, no agent, env names" \
+  '{"ranks":2,"ssh_agent":null,"env":["FI_PROVIDER"],"forwarded_env":[]}' \
+  "$(jq -c '{ranks, ssh_agent, env, forwarded_env}' <<<"$json")"
+err=$("$XFTCTL" launch --local 2 --json -- true 2>&1 || true)
+expect_eq "local: --json without --dry-run is a usage error" \
+  "xftctl: launch: --json requires --dry-run (see \`xftctl launch --help\`)" "$err"
+
 # Intel MPI's mpirun first on PATH: refused before it is handed Open MPI flags.
 mkdir -p "$work/intel-bin"
 printf '#!/bin/sh\necho "Intel(R) MPI Library for Linux* OS, Version 2021.10 Build 20230619 (id: c2e19c2f3e)"\necho "Copyright 2003-2023, Intel Corporation."\n' >"$work/intel-bin/mpirun"
@@ -164,6 +174,13 @@ expect_eq "cluster: --dry-run prints the ssh agent script" \
 exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=\"$kh\"' -o IdentitiesOnly=yes -i $CLUSTER_KEY -l root -p 22 -- \"\$@\"" \
   "$(echo "$dry" | tail -n +2)"
 
+json=$(TMPDIR=/tmp "$XFTCTL" "${inv[@]}" launch "${topo[@]}" --dry-run --json -- "$RANK_XFTCTL" rank-probe)
+expect_eq "cluster: --dry-run --json argv (the agent one token)" \
+  "$(echo "$expected" | sed "s|'/bin/sh $agent'|/bin/sh@$agent|; s|'FI_PROVIDER=tcp;ofi_rxm'|FI_PROVIDER=tcp;ofi_rxm|g" | tr ' ' '\n' | sed '/^$/d; s|@| |')" \
+  "$(jq -r '.argv[]' <<<"$json")"
+expect_eq "cluster: --dry-run --json agent path and script" \
+  "$agent|$(echo "$dry" | tail -n +3)" "$(jq -r '"\(.ssh_agent.path)|\(.ssh_agent.script)"' <<<"$json" | sed '$d')"
+
 # psm3 with the inventory's fabric.env: the OFI MTL on psm3, every rank carries the values.
 psm3_inv=$work/psm3.yaml
 sed -e 's/provider: "tcp;ofi_rxm"/provider: psm3/' \
@@ -206,6 +223,10 @@ expect_contains "spaced: --dry-run forwards the secret by name only" \
   "-x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 -x XFT_LAUNCH_SECRET numactl" "$dry"
 [[ $dry != *never-printed* ]] && pass "spaced: --dry-run never shows the secret's value" ||
   fail "spaced: the secret's value is in the --dry-run output"
+json=$(TMPDIR=/tmp XFT_LAUNCH_SECRET=never-printed "$XFTCTL" "${spaced[@]}" -x XFT_LAUNCH_SECRET --dry-run --json -- true)
+expect_eq "spaced: --dry-run --json names the forwarded secret" '["XFT_LAUNCH_SECRET"]' "$(jq -c .forwarded_env <<<"$json")"
+[[ $json != *never-printed* ]] && pass "spaced: --dry-run --json never shows the secret's value" ||
+  fail "spaced: the secret's value is in the --dry-run --json output"
 expect_eq "spaced: the agent script quotes each path as one argument" \
   "exec ssh -x -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=\"$work/kh dir/known_hosts\"' -o IdentitiesOnly=yes -i '$work/key dir/id_ed25519' -l root -p 22 -- \"\$@\"" \
   "$(echo "$dry" | tail -n 1)"
