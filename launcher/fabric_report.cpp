@@ -41,6 +41,21 @@ std::string replace_all(std::string text, const std::string& what, const std::st
   return text;
 }
 
+// Figures masked: the same problem measured differently (an outlier's
+// microseconds, a pair's port) is still the same problem.
+std::string mask_numbers(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      out += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '.')) ++i;
+    out += '#';
+  }
+  return out;
+}
+
 std::pair<std::string, std::string> split_pair(const std::string& pair) {
   auto arrow = pair.find(" -> ");
   if (arrow == std::string::npos) return {pair, ""};
@@ -132,20 +147,34 @@ std::string wrapped(const std::string& lead, const std::string& text, std::size_
 std::vector<ProblemGroup> group_problems(const std::vector<Check>& checks) {
   std::vector<ProblemGroup> groups;
   std::map<std::tuple<bool, std::string, int, std::string, std::string>, std::size_t> index;
+  std::vector<std::set<std::string>> observations;  // per group, distinct
   for (bool pairs : {false, true})
     for (const auto& c : checks) {
       if (c.verdict == Verdict::pass || c.pair.empty() == pairs) continue;
       auto [from, to] = pairs ? split_pair(c.pair) : std::pair{c.host, std::string()};
       auto strip = [&](const std::string& text) { return replace_word(replace_word(text, from, kHost), to, kPeer); };
-      auto key = std::make_tuple(pairs, c.check, static_cast<int>(c.verdict), strip(c.observed), strip(c.fix));
+      std::string observed = strip(c.observed);
+      auto key = std::make_tuple(pairs, c.check, static_cast<int>(c.verdict), mask_numbers(observed), strip(c.fix));
       auto [it, added] = index.emplace(key, groups.size());
-      if (added) groups.push_back({c.check, c.verdict, {}, {}, std::get<3>(key), std::get<4>(key)});
+      if (added) {
+        groups.push_back({c.check, c.verdict, {}, {}, observed, std::get<4>(key)});
+        observations.emplace_back();
+      }
+      observations[it->second].insert(observed);
       auto& group = groups[it->second];
       if (pairs) group.pairs.emplace_back(from, to);
       else group.hosts.push_back(from);
     }
-  // The placeholders back as the folded sets of the group's hosts.
-  for (auto& group : groups) {
+  // The placeholders back as the folded sets of the group's hosts; figures
+  // that differ are the first subject's, and --all or --json has each.
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    auto& group = groups[g];
+    if (observations[g].size() > 1) {
+      std::string first = group.pairs.empty() ? group.hosts.front() : group.pairs.front().first + " -> " + group.pairs.front().second;
+      group.observed = first + ": " + replace_all(replace_all(group.observed, kHost, group.pairs.empty() ? first : group.pairs.front().first), kPeer,
+                                                    group.pairs.empty() ? "" : group.pairs.front().second) +
+                       " (" + std::to_string(observations[g].size() - 1) + " others differ: --all)";
+    }
     std::vector<std::string> froms = group.hosts, tos;
     for (const auto& [from, to] : group.pairs) {
       froms.push_back(from);
@@ -223,11 +252,18 @@ std::string format_problems(const std::vector<Check>& checks, std::size_t width)
       if (group.pairs.empty()) {
         for (const auto& line : fold_host_lines(group.hosts, width)) text += line + "\n";
       } else {
+        std::string line;
         for (std::size_t at = 0; at < subject.size();) {
           std::size_t next = subject.find("; ", at);
-          text += subject.substr(at, next == std::string::npos ? std::string::npos : next + 1 - at) + "\n";
+          std::string segment = subject.substr(at, next == std::string::npos ? std::string::npos : next + 1 - at);
+          if (!line.empty() && line.size() + 1 + segment.size() > width) {
+            text += line + "\n";
+            line.clear();
+          }
+          line += (line.empty() ? "" : " ") + segment;
           at = next == std::string::npos ? subject.size() : next + 2;
         }
+        text += line + "\n";
       }
       subject.clear();
     }

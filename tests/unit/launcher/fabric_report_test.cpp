@@ -68,10 +68,28 @@ TEST(FabricReport, NamesInsideLongerNamesAreNotTakenForTheHost) {
   EXPECT_EQ(groups[0].fix, "compare with h10 on h[1-2]");
 }
 
-TEST(FabricReport, DifferentObservationsStayApart) {
-  std::vector<Check> checks{chrony_warn("h01"), chrony_warn("h02")};
+TEST(FabricReport, DifferentFiguresAreOneProblemShowingTheFirst) {
+  std::vector<Check> checks{chrony_warn("h01"), chrony_warn("h02"), chrony_warn("h03")};
   checks[1].observed = "+0.900 s from the control node";
+  auto groups = group_problems(checks);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].observed, "h01: +0.700 s from the control node (1 others differ: --all)");
+  checks[1].observed = "not measured";
   EXPECT_EQ(group_problems(checks).size(), 2u);
+}
+
+TEST(FabricReport, OutliersOfManyPairsAreOneRow) {
+  std::vector<Check> checks;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"h01", "h04"}, {"h01", "h05"}, {"h03", "h09"}})
+    checks.push_back({"", from + " -> " + to, "latency", Verdict::warn,
+                      from == "h03" ? "11595.00 us, median 1086.65 us" : "2933.77 us, median 1086.65 us",
+                      "compare the path with the other pairs: `ip route get` and `ethtool` on " + from + " and " + to});
+  EXPECT_EQ(format_problems(checks),
+            "WHO   CHECK    VERDICT  OBSERVED\n"
+            "h01 -> h[04-05]; h03 -> h09\n"
+            "      latency  WARN     h01 -> h04: 2933.77 us, median 1086.65 us (1 others differ: --all)\n"
+            "      fix: compare the path with the other pairs: `ip route get` and `ethtool` on h[01,03] and\n"
+            "           h[04-05,09]\n");
 }
 
 TEST(FabricReport, PairsFoldBySenderThenByPeers) {
