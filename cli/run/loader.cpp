@@ -1,5 +1,7 @@
 #include "cli/run/loader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -9,6 +11,8 @@
 
 #include "engine/checkpoint/presets.h"
 #include "engine/checkpoint/weights.h"
+#include "cli/run/load_progress.h"
+#include "common/log.h"
 
 namespace xft::cli::run_qwen {
 
@@ -119,7 +123,17 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
     options.tp_rank = comm->rank();
     options.tp_size = comm->size();
   }
+  // Rank 0 alone: the other ranks' stderr is relayed beside it. -q hides it.
+  std::optional<LoadProgress> progress;
+  if (is_leader(comm) && spdlog::should_log(spdlog::level::info)) {
+    const fs::path dir = fs::path(o.model_dir).lexically_normal();
+    const std::string shown =
+        o.model_dir.empty() ? o.fake_model : (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+    progress.emplace(shown, isatty(STDERR_FILENO) != 0);
+    options.progress = [&progress](uint64_t done, uint64_t total) { progress->update(done, total); };
+  }
   auto model = Model::load(*weights, options);
+  if (!model && progress) progress->abandon();
   if (!model) return model.error();
   loaded.model = std::move(*model);
   loaded.load_ms =

@@ -4,6 +4,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <thread>
@@ -233,6 +235,72 @@ Expected<void> Sequence::append_copy(const Sequence& from, int begin, int n) {
   return {};
 }
 
+namespace {
+
+size_t dtype_bytes(DType type) { return type == DType::f32 || type == DType::i32 ? 4 : 2; }
+
+// The bytes this rank's slice of the model holds as stored: what a load reads.
+uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, const RankPartition& part,
+                             bool embed_once) {
+  const std::string embed = tensor_names(c).embed;
+  auto meta = weights.meta(embed);
+  const uint64_t unit = meta ? dtype_bytes(meta->dtype) : 2;
+  const uint64_t d = c.head_dim, hidden = c.hidden;
+  const uint64_t q = part.attention.q_heads.size() * d, kv = part.attention.kv_heads.size() * d;
+  const uint64_t mlp = part.mlp.size();
+  // 4-bit checkpoints store a projection's weights packed, half a byte each.
+  const double projection_unit = c.quant.method == QuantMethod::none ? unit : 0.5;
+  double layer = projection_unit * (hidden * (q + 2 * kv) + q * hidden + 3.0 * mlp * hidden);
+  layer += unit * (2 * hidden + (c.qkv_bias ? q + 2 * kv : 0) + (c.qk_norm ? 2 * d : 0));
+  const uint64_t table = unit * part.vocab.size() * hidden;
+  return static_cast<uint64_t>(layer * c.layers) + table * (embed_once ? 1 : 2) + unit * hidden;
+}
+
+// Counts the bytes read through it (as stored) and tells the load's progress callback.
+class CountingWeights : public WeightSource {
+ public:
+  CountingWeights(const WeightSource& inner, uint64_t total,
+                  const std::function<void(uint64_t, uint64_t)>& progress)
+      : inner_(inner), total_(total), progress_(progress) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  bool has(const std::string& name) const override { return inner_.has(name); }
+  Expected<TensorMeta> meta(const std::string& name) const override { return inner_.meta(name); }
+  Expected<std::vector<float>> read_f32(const std::string& name, Slice rows, Slice cols) const override {
+    return counted(name, inner_.read_f32(name, rows, cols));
+  }
+  Expected<std::vector<uint16_t>> read_bf16(const std::string& name, Slice rows, Slice cols) const override {
+    return counted(name, inner_.read_bf16(name, rows, cols));
+  }
+  Expected<std::vector<int32_t>> read_i32(const std::string& name, Slice rows, Slice cols) const override {
+    return counted(name, inner_.read_i32(name, rows, cols));
+  }
+  uint64_t bytes_read() const override { return inner_.bytes_read(); }
+  void finish() const {
+    std::lock_guard lock(mutex_);
+    progress_(total_, total_);
+  }
+
+ private:
+  template <typename T>
+  Expected<std::vector<T>> counted(const std::string& name, Expected<std::vector<T>> read) const {
+    if (!read) return read;
+    auto meta = inner_.meta(name);
+    const uint64_t bytes = read->size() * (meta ? dtype_bytes(meta->dtype) : sizeof(T));
+    const uint64_t done = done_.fetch_add(bytes) + bytes;
+    std::lock_guard lock(mutex_);
+    progress_(done, total_);
+    return read;
+  }
+
+  const WeightSource& inner_;
+  const uint64_t total_;
+  const std::function<void(uint64_t, uint64_t)>& progress_;
+  mutable std::atomic<uint64_t> done_{0};
+  mutable std::mutex mutex_;
+};
+
+}  // namespace
+
 Model::~Model() = default;
 
 Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
@@ -280,8 +348,18 @@ Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
   model->max_context_ = context;
   model->rope_ = RopeTable(c.head_dim, context, c.rope_theta);
 
-  auto loaded = model->load_weights(weights);
+  if (!options.progress) {
+    auto loaded = model->load_weights(weights);
+    if (!loaded) return loaded.error();
+    return model;
+  }
+  const bool embed_once = c.tie_embeddings && options.dtype == WeightFormat::int4;
+  const CountingWeights counting(weights, expected_read_bytes(weights, c, model->partition_, embed_once),
+                                 options.progress);
+  auto loaded = model->load_weights(counting);
   if (!loaded) return loaded.error();
+  counting.finish();
+  model->options_.progress = nullptr;  // the caller's, for the load only
   return model;
 }
 

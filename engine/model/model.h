@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +51,11 @@ struct ModelOptions {
   // every row goes through the GEMV kernels and attends on its own (the
   // server's continuous batching; oneDNN's matmul sums in another order).
   bool batch_invariant = false;
+  // Told how far the load is, in bytes of stored weights this rank reads
+  // (done, total; total estimated from config.json, so done may pass it
+  // before the last call, which is (total, total)). Called from the loader
+  // threads one at a time.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // One conversation's state on this rank: its KV cache and the tokens seen.
