@@ -64,12 +64,21 @@ std::string task_title(const TaskReport& task) {
 
 // What a folded line says after the hosts: nothing for ok (the message is
 // the kind's detail) nor for skipped (it is the task's own `when`, 100
-// columns on its own at times), the message otherwise, without a leading
-// "HOST: " that the line already gives.
+// columns on its own at times), the message otherwise, without what the
+// line already gives: a leading "HOST: " or "HOST (ADDRESS): " and, on an
+// unreachable line, the word "unreachable: ". Hosts that failed the same
+// way then fold into one line.
 std::string shown_message(const HostResult& item) {
   if (item.result.status == TaskStatus::ok || item.result.status == TaskStatus::skipped) return "";
-  const std::string& msg = item.result.msg;
-  return msg.rfind(item.host + ": ", 0) == 0 ? msg.substr(item.host.size() + 2) : msg;
+  std::string msg = item.result.msg;
+  if (msg.rfind(item.host + ": ", 0) == 0) {
+    msg.erase(0, item.host.size() + 2);
+  } else if (msg.rfind(item.host + " (", 0) == 0) {
+    if (size_t end = msg.find("): "); end != std::string::npos) msg.erase(0, end + 3);
+  }
+  const std::string said = "unreachable: ";
+  if (item.result.status == TaskStatus::unreachable && msg.rfind(said, 0) == 0) msg.erase(0, said.size());
+  return msg;
 }
 
 struct Outcome {

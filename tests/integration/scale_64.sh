@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Output at cluster scale: on 64 namespace hosts, `setup hosts`, `exec --
-# hostname` and `topology` each print at most 100 columns and 60 lines by
+# hostname`, `topology` and `check fabric --no-pairs` each print at most 100 columns and 60 lines by
 # default (folded host sets, one-line outputs packed in columns, ranks per
 # host and a transport summary instead of a rank x rank matrix), and the same
 # runs with --json give one document that parses.
@@ -65,5 +65,20 @@ assert_contains "$OUT" "h[01-64]: 64 hosts, 1 rank each" "one binding block for 
 xft topology --ranks-per-host 1 --json
 parses "topology --json"
 assert_eq "64 64" "$(jq -r '[(.hosts | length), (.ranks | length)] | join(" ")' <<<"$OUT")" "topology --json sizes"
+
+step "check fabric --no-pairs: a clean cluster in one line, a problem every host has in one row"
+xft check fabric --no-pairs --json
+assert_eq 0 "$RC" "check fabric --no-pairs --json; stderr: ${ERR:0:400}"
+parses "check fabric --no-pairs --json"
+passed=$(jq '[.checks[] | select(.verdict == "PASS")] | length' <<<"$OUT")
+assert_eq 64 "$(jq '[.checks[] | .host] | unique | length' <<<"$OUT")" "every host's rows in --json"
+xft check fabric --no-pairs
+assert_eq 0 "$RC" "check fabric --no-pairs"
+fits "check fabric --no-pairs"
+assert_eq "64 hosts, no pairs: $passed PASS, 0 WARN, 0 FAIL" "$OUT" "the clean report"
+xft check fabric --no-pairs --provider 'verbs;ofi_rxm'
+assert_eq 1 "$RC" "a provider no host has FAILs"
+fits "check fabric --no-pairs --provider 'verbs;ofi_rxm'"
+assert_contains "$OUT" "h[01-64]  " "a problem folded over all 64 hosts"
 
 echo "PASS: scale_64"

@@ -76,11 +76,15 @@ TEST(ReportText, HostsWithTheSameOutcomeShareALine) {
             format_task(task));
 }
 
-TEST(ReportText, ConnectOkIsFoldedAndUnreachableKeepsItsMessage) {
+TEST(ReportText, ConnectOkIsFoldedAndUnreachableHostsFoldByTheirError) {
   TaskReport task{"connect", "connect", 0, {}};
   for (const auto& name : numbered("h", 1, 3)) task.results.push_back(result(name, TaskStatus::ok, "ssh-ed25519"));
-  task.results.push_back(result("h04", TaskStatus::unreachable, "h04 (10.0.0.4): connection refused"));
-  EXPECT_EQ("CONNECT\n  ok: h[01-03]\n  unreachable: h04: h04 (10.0.0.4): connection refused\n", format_task(task));
+  task.results.push_back(result("h04", TaskStatus::unreachable, "h04 (10.0.0.4): unreachable: Connection refused"));
+  task.results.push_back(result("h05", TaskStatus::unreachable, "h05 (10.0.0.5): unreachable: Connection refused"));
+  task.results.push_back(result("h06", TaskStatus::unreachable, "h06 (10.0.0.6): unreachable: Connection timed out"));
+  EXPECT_EQ("CONNECT\n  ok: h[01-03]\n  unreachable: h[04-05]: Connection refused\n"
+            "  unreachable: h06: Connection timed out\n",
+            format_task(task));
 }
 
 TEST(ReportText, DiffsFoldWhenTheyAreTheSameAndShowOnlyWithDiff) {
