@@ -135,4 +135,17 @@ xft sync "$SRC" --dest "$DEST" --hosts h01
 assert_eq 2 "$RC" "destination that is a file: exit code"
 assert_eq "xftctl: h01: sync to $DEST: cannot list the destination: $DEST exists and is not a directory" "$ERR" \
   "destination that is a file: message"
+step "on a terminal: the 200 MB file's progress redrawn in place, cleared before the report"
+head -c 200M /dev/urandom >"$SRC/weights.bin"
+line="$(printf '%q ' "$XFTCTL" -i "$CLUSTER_INVENTORY" sync "$SRC" --dest "$DEST" --hosts h02)"
+RC=0
+script -qec "$line" /dev/null >"$TEST_TMP/tty" || RC=$?
+assert_eq 0 "$RC" "sync on a terminal: $(cat -v "$TEST_TMP/tty" | tail -c 600)"
+tty=$(cat "$TEST_TMP/tty")
+[[ $tty == *$'\r\e[Ksync: '*" MiB of 200.0 MiB, "*" of 1 files, 1 of 1 hosts compared"* ]] ||
+  fail "no progress line for the 200 MB file: $(cat -v "$TEST_TMP/tty" | head -c 600)"
+# each redraw is \r ESC[K "sync: ..."; the last \r ESC[K clears it before the report
+report=$(sed -E $'s/\r\e\\[Ksync: [^\r]*//g; s/\r\e\\[K//g; s/\r$//' "$TEST_TMP/tty")
+assert_not_contains "$report" "sync: " "the progress line left in the report"
+assert_contains "$report" "h02: sent 1 file, 209715200 bytes; 1001 unchanged" "the report after the progress"
 echo "PASS"
