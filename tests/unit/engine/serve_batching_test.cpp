@@ -18,6 +18,7 @@ namespace {
 
 constexpr int kContext = 256;
 
+using testing::alone;
 using testing::prompt_of;
 using testing::TinyModel;
 
@@ -33,16 +34,6 @@ SamplingParams sampling_for(int i) {
     s.seed = 500 + i;
   }
   return s;
-}
-
-std::vector<int32_t> alone(Model& model, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
-  auto seq = model.new_sequence(static_cast<int>(prompt.size()) + n);
-  GenerateOptions o;
-  o.sampling = s;
-  o.max_new_tokens = n;
-  auto r = generate(model, *seq, prompt, o);
-  EXPECT_TRUE(r.ok()) << r.error().message;
-  return r->tokens;
 }
 
 // Prompts of 70..150 tokens: several chunks each at 7 and 64 tokens.

@@ -25,6 +25,7 @@ namespace {
 constexpr int kContext = 256;
 constexpr int kBlock = kPrefixBlockTokens;
 
+using testing::alone;
 using testing::prompt_of;
 
 struct Loaded {
@@ -56,16 +57,6 @@ std::vector<int32_t> concat(std::initializer_list<std::vector<int32_t>> parts) {
   std::vector<int32_t> all;
   for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
   return all;
-}
-
-std::vector<int32_t> alone(Model& model, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
-  auto seq = model.new_sequence(static_cast<int>(prompt.size()) + n);
-  GenerateOptions o;
-  o.sampling = s;
-  o.max_new_tokens = n;
-  auto r = generate(model, *seq, prompt, o);
-  EXPECT_TRUE(r.ok()) << r.error().message;
-  return r->tokens;
 }
 
 SamplingParams greedy() {

@@ -8,7 +8,9 @@
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/model/generate.h"
 #include "engine/model/model.h"
+#include "engine/model/sampler.h"
 
 namespace xft::engine::serve::testing {
 
@@ -39,6 +41,18 @@ inline std::vector<int32_t> prompt_of(int length, int salt) {
   std::vector<int32_t> ids;
   for (int i = 0; i < length; ++i) ids.push_back((salt * 7919 + i * 104729) % 151000);
   return ids;
+}
+
+// The tokens `model` generates for `prompt` alone, in a sequence of its own:
+// what a request must get whatever shares the server's steps.
+inline std::vector<int32_t> alone(Model& model, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
+  auto seq = model.new_sequence(static_cast<int>(prompt.size()) + n);
+  GenerateOptions o;
+  o.sampling = s;
+  o.max_new_tokens = n;
+  auto r = generate(model, *seq, prompt, o);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r->tokens;
 }
 
 }  // namespace xft::engine::serve::testing
