@@ -24,7 +24,8 @@ prompt tokens the server's prefix cache reused (from /metrics).
 import argparse, http.client, json, socket, statistics, threading, time
 
 
-def one_request(host, port, prompt, max_tokens):
+def start_completion(host, port, prompt, max_tokens):
+    """A greedy streamed completion of exactly max_tokens: (start time, connection, its 200 response)."""
     start = time.monotonic()
     c = http.client.HTTPConnection(host, port, timeout=600)
     body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
@@ -33,6 +34,11 @@ def one_request(host, port, prompt, max_tokens):
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
+    return start, c, r
+
+
+def one_request(host, port, prompt, max_tokens):
+    start, c, r = start_completion(host, port, prompt, max_tokens)
     first, tokens, buffer = None, 0, b""
     while True:
         chunk = r.read1(65536)
@@ -110,14 +116,7 @@ def idle_cost(host, port, pid, count, prompt_words):
 
 def completion_turn(host, port, prompt, max_tokens):
     """One streamed completion: (time to first token in s, answer text, prompt tokens)."""
-    start = time.monotonic()
-    c = http.client.HTTPConnection(host, port, timeout=600)
-    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
-            "ignore_eos": True, "stream_options": {"include_usage": True}}
-    c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    if r.status != 200:
-        raise SystemExit(f"chat turn: HTTP {r.status}: {r.read()[:200]!r}")
+    start, c, r = start_completion(host, port, prompt, max_tokens)
     first, text, prompt_tokens = None, "", 0
     for line in r.read().split(b"\n\n"):
         if not line.startswith(b"data: {"):
