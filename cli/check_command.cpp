@@ -139,7 +139,21 @@ struct PairRun {
   std::optional<launcher::PingPongReport> report;
   std::string error;  // the worker could not run
   std::string fix;    // for error
+  bool port_in_use = false;  // the server's ports were taken: worth another try on others
 };
+
+// The pair worker's exit status when a port it must bind is taken.
+constexpr int kWorkerPortInUse = 3;
+
+// The default ports: above Linux's default ephemeral range (32768-60999), so
+// no outgoing connection of the hosts (SSH, a rank, an earlier pair's client)
+// holds one; 500 rounds of two ports each fit below 65535.
+constexpr int kFirstDefaultPort = 61000;
+constexpr int kDefaultPortSpan = 3500;
+
+int random_even_port(int first, int span) {
+  return first + static_cast<int>(std::random_device{}() % static_cast<unsigned>(span / 2)) * 2;
+}
 
 // Exit 126/127 from the remote shell: the binary is not there.
 std::string worker_fix(int exit_status, const std::string& host, const std::string& provider) {
@@ -182,7 +196,7 @@ std::string fabric_address(const HostProbe& probe) {
   return probe.host.address;
 }
 
-PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
+PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
   PairRun pair{from.host.name, to.host.name, std::nullopt, "", ""};
   std::string provider = provider_of(flags, from.host);
   launcher::RunOptions options;
@@ -208,7 +222,10 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   if (server_done && !server_error.empty()) {  // it never listened: nothing to measure
     server.join();
     pair.error = to.host.name + ": the pair worker (server) failed: " + server_error;
-    pair.fix = worker_fix(server_status, to.host.name, provider);
+    pair.fix = server_status == kWorkerPortInUse
+                   ? "another program holds the port on " + to.host.name + ": name free ports with --port"
+                   : worker_fix(server_status, to.host.name, provider);
+    pair.port_in_use = server_status == kWorkerPortInUse;
     return pair;
   }
   auto client = from.session->run(
@@ -234,6 +251,22 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
   if (pair.report && !pair.report->fabric.ok && !server_error.empty() &&
       server_error.find("no client reached") == std::string::npos)
     pair.report->fabric.detail += "; " + to.host.name + ": " + server_error;
+  return pair;
+}
+
+// A port another program took on the server's host (a service, or an
+// ephemeral port when the range overlaps --port) is not the fabric's fault:
+// the pair runs again on random ports of the default range.
+PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
+  constexpr int kTries = 3;
+  PairRun pair = run_pair_on(flags, from, to, port);
+  for (int attempt = 1; attempt < kTries && pair.port_in_use; ++attempt) {
+    int other = random_even_port(kFirstDefaultPort, kDefaultPortSpan + 1000);
+    spdlog::debug("check fabric: {} -> {}: port {} taken on {}; trying {}", from.host.name, to.host.name, port,
+                  to.host.name, other);
+    port = other;
+    pair = run_pair_on(flags, from, to, port);
+  }
   return pair;
 }
 
@@ -418,7 +451,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   std::size_t pairs_ran = 0;
   if (!flags.no_pairs && n >= 2) {
     int base = flags.port;
-    if (base == 0) base = 40000 + static_cast<int>(std::random_device{}() % 10000) * 2;
+    if (base == 0) base = random_even_port(kFirstDefaultPort, kDefaultPortSpan);
     // Servers of earlier rounds have exited: ports come back after 500 rounds.
     std::vector<std::optional<PairRun>> runs(n * n);
     std::vector<int> ports(n * n, 0);
@@ -524,7 +557,7 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
     auto served = launcher::serve_pingpong(flags.options);
     if (!served) {
       log::write_located(log::Level::err, served.error().message);
-      ctx.exit_code = exit_error;
+      ctx.exit_code = served.error().port_in_use ? kWorkerPortInUse : exit_error;
     }
     return;
   }
@@ -567,7 +600,7 @@ void add_check_commands(CLI::App& app, Context& ctx) {
   fabric->add_option("--pair-timeout", flags.pair_timeout_s,
                      "seconds each step of a pair (TCP, SSH port, first libfabric message) may take")
       ->capture_default_str()->check(CLI::Range(1, 600));
-  fabric->add_option("--port", flags.port, "first TCP port of the pairs (each pair takes two; default: random 40000..59999)")
+  fabric->add_option("--port", flags.port, "first TCP port of the pairs (each round of pairs takes two; default: random in 61000..64498)")
       ->check(CLI::Range(1024, 65000));
   fabric->add_option("--remote-xftctl", flags.remote_xftctl, "xftctl's path on the hosts (default: this binary's path)");
   fabric->footer("Example: xftctl -i cluster.yaml check fabric --hosts 'node[01-04]'");

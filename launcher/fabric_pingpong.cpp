@@ -156,17 +156,20 @@ Expected<std::string> recv_name(int fd, Deadline deadline) {
   return name;
 }
 
-Expected<Socket> tcp_listen(const std::string& address, int port) {
+Expected<Socket, ServeError> tcp_listen(const std::string& address, int port) {
   socklen_t length = 0;
   auto local = resolve(address, port, length);
-  if (!local) return local.error();
+  if (!local) return ServeError{local.error().message};
   Socket socket(::socket(local->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (socket.fd() < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  if (socket.fd() < 0) return ServeError{std::string("socket: ") + std::strerror(errno)};
   int one = 1;
   setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&*local), length) != 0)
-    return make_error("cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno));
-  if (::listen(socket.fd(), 4) != 0) return make_error(std::string("listen: ") + std::strerror(errno));
+  if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&*local), length) != 0) {
+    int bind_errno = errno;
+    return ServeError{"cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(bind_errno),
+                      bind_errno == EADDRINUSE};
+  }
+  if (::listen(socket.fd(), 4) != 0) return ServeError{std::string("listen: ") + std::strerror(errno)};
   return socket;
 }
 
@@ -203,29 +206,32 @@ class Endpoint {
     fi_info* found = nullptr;
     int rc = fi_getinfo(FI_VERSION(1, 9), node.empty() ? nullptr : node.c_str(),
                         service.empty() ? nullptr : service.c_str(), node.empty() ? 0 : FI_SOURCE, hints.get(), &found);
-    if (rc != 0) return make_error("fi_getinfo(" + provider + ", " + node + "): " + fi_strerror(-rc));
+    if (rc != 0) {
+      last_failure_ = rc;
+      return make_error("fi_getinfo(" + provider + ", " + node + "): " + fi_strerror(-rc));
+    }
     info_.reset(found);
     fid_fabric* fabric = nullptr;
-    if ((rc = fi_fabric(info_->fabric_attr, &fabric, nullptr))) return make_error(fi_text("fi_fabric", rc));
+    if ((rc = fi_fabric(info_->fabric_attr, &fabric, nullptr))) return failed("fi_fabric", rc);
     fabric_.reset(&fabric->fid);
     fid_domain* domain = nullptr;
-    if ((rc = fi_domain(fabric, info_.get(), &domain, nullptr))) return make_error(fi_text("fi_domain", rc));
+    if ((rc = fi_domain(fabric, info_.get(), &domain, nullptr))) return failed("fi_domain", rc);
     domain_.reset(&domain->fid);
     domain_ptr_ = domain;
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_TAGGED;
     cq_attr.size = 64;
-    if ((rc = fi_cq_open(domain, &cq_attr, &cq_, nullptr))) return make_error(fi_text("fi_cq_open", rc));
+    if ((rc = fi_cq_open(domain, &cq_attr, &cq_, nullptr))) return failed("fi_cq_open", rc);
     cq_fid_.reset(&cq_->fid);
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
-    if ((rc = fi_av_open(domain, &av_attr, &av_, nullptr))) return make_error(fi_text("fi_av_open", rc));
+    if ((rc = fi_av_open(domain, &av_attr, &av_, nullptr))) return failed("fi_av_open", rc);
     av_fid_.reset(&av_->fid);
-    if ((rc = fi_endpoint(domain, info_.get(), &ep_, nullptr))) return make_error(fi_text("fi_endpoint", rc));
+    if ((rc = fi_endpoint(domain, info_.get(), &ep_, nullptr))) return failed("fi_endpoint", rc);
     ep_fid_.reset(&ep_->fid);
-    if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))) return make_error(fi_text("fi_ep_bind(cq)", rc));
-    if ((rc = fi_ep_bind(ep_, &av_->fid, 0))) return make_error(fi_text("fi_ep_bind(av)", rc));
-    if ((rc = fi_enable(ep_))) return make_error(fi_text("fi_enable", rc));
+    if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV))) return failed("fi_ep_bind(cq)", rc);
+    if ((rc = fi_ep_bind(ep_, &av_->fid, 0))) return failed("fi_ep_bind(av)", rc);
+    if ((rc = fi_enable(ep_))) return failed("fi_enable", rc);
     send_buffer_.assign(std::max<std::size_t>(buffer_size, 64), 's');
     recv_buffer_.assign(std::max<std::size_t>(buffer_size, 64), 0);
     if (info_->domain_attr->mr_mode & FI_MR_LOCAL) {
@@ -234,6 +240,9 @@ class Endpoint {
     }
     return {};
   }
+
+  // The last open() failed because its FI_SOURCE address was taken.
+  bool address_in_use() const { return last_failure_ == -FI_EADDRINUSE; }
 
   std::uint32_t addr_format() const { return info_->addr_format; }
 
@@ -300,6 +309,11 @@ class Endpoint {
  private:
   static void* fi_mr_desc_or_null(fid_mr* mr) { return mr ? fi_mr_desc(mr) : nullptr; }
 
+  Error failed(const char* call, int rc) {
+    last_failure_ = rc;
+    return make_error(fi_text(call, rc));
+  }
+
   Expected<void> register_buffer(std::vector<char>& buffer, FidPtr& holder, fid_mr*& handle, std::uint64_t access) {
     fid_mr* mr = nullptr;
     int rc = fi_mr_reg(domain_ptr_, buffer.data(), buffer.size(), access, 0, 0, 0, &mr, nullptr);
@@ -322,6 +336,7 @@ class Endpoint {
     }
   }
 
+  int last_failure_ = 0;
   std::unique_ptr<fi_info, InfoFree> info_;
   // Closed in reverse order of declaration: endpoint first, fabric last.
   FidPtr fabric_, domain_, cq_fid_, av_fid_, send_mr_, recv_mr_, ep_fid_;
@@ -427,7 +442,7 @@ ProbeOutcome probe_tcp(const std::string& address, int port, std::chrono::millis
   return {true, detail};
 }
 
-Expected<void> serve_pingpong(const PingPongOptions& options) {
+Expected<void, ServeError> serve_pingpong(const PingPongOptions& options) {
   // The client starts after we listen (the control node waits for the port),
   // over SSH: allow it some seconds to arrive on a loaded machine.
   auto start = Clock::now();
@@ -439,7 +454,7 @@ Expected<void> serve_pingpong(const PingPongOptions& options) {
   if (auto opened = endpoint.open(options.provider, options.local_address, port_text(options.fabric_port),
                                   largest(options.sizes));
       !opened)
-    return opened;
+    return ServeError{opened.error().message, endpoint.address_in_use()};
   auto listener = tcp_listen(options.local_address, options.tcp_port);
   if (!listener) return listener.error();
 
@@ -455,13 +470,15 @@ Expected<void> serve_pingpong(const PingPongOptions& options) {
     if (!client_name) continue;  // the bare probe connection closes without a name
     if (client_name->empty()) break;
     auto own_name = endpoint.name();
-    if (!own_name) return own_name.error();
-    if (auto sent = send_name(peer.fd(), *own_name, contact_deadline); !sent) return sent;
-    if (auto inserted = endpoint.insert_peer(*client_name); !inserted) return inserted;
+    if (!own_name) return ServeError{own_name.error().message};
+    if (auto sent = send_name(peer.fd(), *own_name, contact_deadline); !sent) return ServeError{sent.error().message};
+    if (auto inserted = endpoint.insert_peer(*client_name); !inserted) return ServeError{inserted.error().message};
     have_peer = true;
   }
-  if (!have_peer) return make_error("no client reached the TCP port " + std::to_string(options.tcp_port));
-  return answer_pings(endpoint, options, first_deadline, deadline);
+  if (!have_peer) return ServeError{"no client reached the TCP port " + std::to_string(options.tcp_port)};
+  if (auto answered = answer_pings(endpoint, options, first_deadline, deadline); !answered)
+    return ServeError{answered.error().message};
+  return {};
 }
 
 void stop_server(const std::string& address, int tcp_port) {

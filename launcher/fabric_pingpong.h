@@ -20,6 +20,13 @@
 
 namespace xft::launcher {
 
+// Why a server stopped. port_in_use: one of its two ports was taken on this
+// host, so the control node can run the pair again on other ports.
+struct ServeError {
+  std::string message;
+  bool port_in_use = false;
+};
+
 struct PingPongOptions {
   std::string provider = "tcp;ofi_rxm";
   std::string local_address;  // this host's address on the fabric (the inventory's)
@@ -64,7 +71,7 @@ Expected<PingPongReport> report_from_json(const std::string& text);
 // fabric_port with libfabric, answers one client's messages, and returns when
 // the client is done, the control node says stop (stop_server), or the
 // deadline (connect_timeout * 3 + 10 s + run_timeout) passes.
-Expected<void> serve_pingpong(const PingPongOptions& options);
+Expected<void, ServeError> serve_pingpong(const PingPongOptions& options);
 
 // Tells a server still waiting for its client to give up (the client already
 // failed to reach it), so a blocked pair costs the client's timeouts only.

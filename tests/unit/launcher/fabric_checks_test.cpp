@@ -1,7 +1,12 @@
 // The rules of check fabric on hand-built facts, and a real libfabric
 // tcp;ofi_rxm ping-pong over loopback (both ends in this process).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -194,13 +199,14 @@ TEST(FabricPingPong, LoopbackTcpRxmMeasuresEverySize) {
   PingPongOptions options;
   options.local_address = "127.0.0.1";
   options.peer_address = "127.0.0.1";
-  options.tcp_port = 47000 + static_cast<int>(::getpid() % 1000) * 2;
+  // Above Linux's default ephemeral range, where no outgoing connection holds a port.
+  options.tcp_port = 61000 + static_cast<int>(::getpid() % 1000) * 2;
   options.fabric_port = options.tcp_port + 1;
   options.ssh_port = options.tcp_port;  // nothing listens on 22 here: the TCP port stands in
   options.sizes = {8, 65536};
   options.iterations = 20;
   options.connect_timeout = std::chrono::milliseconds(5000);
-  Expected<void> served;
+  Expected<void, ServeError> served;
   std::thread server([&] { served = serve_pingpong(options); });
   // As check fabric does: start the client once the server listens.
   for (int i = 0; i < 200 && !probe_tcp("127.0.0.1", options.tcp_port, std::chrono::milliseconds(100)).ok; ++i)
@@ -219,6 +225,42 @@ TEST(FabricPingPong, LoopbackTcpRxmMeasuresEverySize) {
   auto round_trip = report_from_json(report_to_json(*report).dump());
   ASSERT_TRUE(round_trip);
   EXPECT_EQ(round_trip->sizes[1].size, 65536u);
+}
+
+// A socket bound to 127.0.0.1:port, listening, so the server's bind of the same port fails.
+int hold_port(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd, 1) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Either of the server's ports taken on its host: it fails at once and says
+// so, which check fabric reads as "run this pair again on other ports".
+TEST(FabricPingPong, ATakenPortIsReportedAsInUse) {
+  for (int taken : {0, 1}) {
+    PingPongOptions options;
+    options.local_address = "127.0.0.1";
+    options.tcp_port = 63000 + static_cast<int>(::getpid() % 500) * 4 + taken * 2;
+    options.fabric_port = options.tcp_port + 1;
+    options.sizes = {8};
+    options.connect_timeout = std::chrono::milliseconds(1000);
+    int holder = hold_port(taken == 0 ? options.tcp_port : options.fabric_port);
+    ASSERT_GE(holder, 0) << std::strerror(errno);
+    auto served = serve_pingpong(options);
+    ::close(holder);
+    ASSERT_FALSE(served) << taken;
+    EXPECT_TRUE(served.error().port_in_use) << served.error().message;
+    if (taken == 0)
+      EXPECT_EQ(served.error().message,
+                "cannot listen on 127.0.0.1:" + std::to_string(options.tcp_port) + ": Address already in use");
+  }
 }
 
 TEST(FabricPingPong, NoServerFailsInBoundedTime) {
