@@ -21,7 +21,7 @@
 #include "engine/comm/allreduce_bench.h"
 #include "engine/comm/mpi_communicator.h"
 #include "launcher/launch.h"
-#include "launcher/ssh_transport.h"
+#include "remote/ssh_transport.h"
 #include "common/log.h"
 
 namespace xft::cli {

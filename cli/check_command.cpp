@@ -24,11 +24,11 @@
 #include "cli/command.h"
 #include "cli/rank_launch.h"
 #include "cli/reach_options.h"
-#include "launcher/fabric_checks.h"
-#include "launcher/fabric_facts.h"
-#include "launcher/fabric_pingpong.h"
-#include "launcher/fabric_report.h"
-#include "launcher/fanout.h"
+#include "fabric/checks.h"
+#include "fabric/facts.h"
+#include "fabric/pingpong.h"
+#include "fabric/report.h"
+#include "remote/fanout.h"
 #include "launcher/mpirun.h"
 #include "common/log.h"
 
@@ -52,8 +52,8 @@ struct FabricFlags {
 
 struct HostProbe {
   inventory::Host host;
-  std::unique_ptr<launcher::RemoteSession> session;
-  std::optional<launcher::FabricFacts> facts;
+  std::unique_ptr<remote::RemoteSession> session;
+  std::optional<fabric::FabricFacts> facts;
   std::optional<double> clock_offset_s;
   std::string error;  // why there are no facts
 };
@@ -82,22 +82,22 @@ std::string provider_of(const FabricFlags& flags, const inventory::Host& host) {
   return flags.provider.empty() ? host.fabric.provider : flags.provider;
 }
 
-void probe_host(launcher::Transport& transport, const FabricFlags& flags, HostProbe& probe) {
+void probe_host(remote::Transport& transport, const FabricFlags& flags, HostProbe& probe) {
   auto session = transport.connect(probe.host);
   if (!session) {
     probe.error = session.error().message;
     return;
   }
   probe.session = std::move(*session);
-  launcher::RunOptions options;
-  options.stdin_data = launcher::fabric_probe_script();
+  remote::RunOptions options;
+  options.stdin_data = fabric::fabric_probe_script();
   options.timeout = std::chrono::seconds(60);
   auto run = probe.session->run("sh -s -- " + launcher::shell_join({provider_of(flags, probe.host)}), options);
   if (!run) {
     probe.error = run.error().message;
     return;
   }
-  auto facts = launcher::parse_fabric_facts(run->out, probe.host.name);
+  auto facts = fabric::parse_fabric_facts(run->out, probe.host.name);
   if (!facts) {
     probe.error = facts.error().message;
     return;
@@ -136,7 +136,7 @@ std::map<std::string, std::vector<int>> rank_numa_nodes(const Context& ctx, cons
 
 struct PairRun {
   std::string from, to;
-  std::optional<launcher::PingPongReport> report;
+  std::optional<fabric::PingPongReport> report;
   std::string error;  // the worker could not run
   std::string fix;    // for error
   bool port_in_use = false;  // the server's ports were taken: worth another try on others
@@ -199,7 +199,7 @@ std::string fabric_address(const HostProbe& probe) {
 PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
   PairRun pair{from.host.name, to.host.name, std::nullopt, "", ""};
   std::string provider = provider_of(flags, from.host);
-  launcher::RunOptions options;
+  remote::RunOptions options;
   options.timeout = std::chrono::seconds(flags.pair_timeout_s * 3 + 60);
   std::string server_error;
   int server_status = 0;
@@ -217,7 +217,7 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
   // after the wait and reports what it sees.
   auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (!server_done && std::chrono::steady_clock::now() < ready_by &&
-         !launcher::probe_tcp(fabric_address(to), port, std::chrono::milliseconds(500)).ok)
+         !fabric::probe_tcp(fabric_address(to), port, std::chrono::milliseconds(500)).ok)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (server_done && !server_error.empty()) {  // it never listened: nothing to measure
     server.join();
@@ -238,12 +238,12 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
                  first_line(client->err);
     pair.fix = worker_fix(client->exit_status, from.host.name, provider);
   } else {
-    auto report = launcher::report_from_json(client->out);
+    auto report = fabric::report_from_json(client->out);
     if (!report) pair.error = from.host.name + ": " + report.error().message;
     else pair.report = std::move(*report);
   }
   // A server whose client never arrived would wait out its deadline.
-  if (!pair.report || !pair.report->fabric.ok) launcher::stop_server(fabric_address(to), port);
+  if (!pair.report || !pair.report->fabric.ok) fabric::stop_server(fabric_address(to), port);
   server.join();
   // A server that failed on its own (not for want of a client) says why.
   if (!pair.report && !server_error.empty()) pair.error += "; " + to.host.name + ": " + server_error;
@@ -350,8 +350,8 @@ class PairProgress {
   bool drawn_ = false;
 };
 
-void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
-  std::vector<const launcher::Check*> rows;
+void print_check_table(const std::vector<fabric::Check>& checks, bool pairs) {
+  std::vector<const fabric::Check*> rows;
   for (const auto& c : checks)
     if (c.pair.empty() != pairs) rows.push_back(&c);
   if (rows.empty()) return;
@@ -364,7 +364,7 @@ void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
               "OBSERVED");
   for (const auto* c : rows) {
     std::printf("%-*s  %-*s  %-7s  %s\n", int(w_who), (pairs ? c->pair : c->host).c_str(), int(w_check),
-                c->check.c_str(), launcher::verdict_name(c->verdict), c->observed.c_str());
+                c->check.c_str(), fabric::verdict_name(c->verdict), c->observed.c_str());
     if (!c->fix.empty()) std::printf("%*s  fix: %s\n", int(w_who), "", c->fix.c_str());
   }
   std::printf("\n");
@@ -372,18 +372,18 @@ void print_check_table(const std::vector<launcher::Check>& checks, bool pairs) {
 
 // Default: the problems folded, the summary, the matrices (per host past 16
 // hosts); --all: every row, each matrix in full.
-void print_report(const std::vector<launcher::Check>& checks, bool all, std::size_t hosts, std::size_t pairs,
-                  const launcher::PairMatrix& latency, const launcher::PairMatrix& bandwidth) {
+void print_report(const std::vector<fabric::Check>& checks, bool all, std::size_t hosts, std::size_t pairs,
+                  const fabric::PairMatrix& latency, const fabric::PairMatrix& bandwidth) {
   if (all) {
     print_check_table(checks, false);
     print_check_table(checks, true);
-  } else if (auto problems = launcher::format_problems(checks); !problems.empty()) {
+  } else if (auto problems = fabric::format_problems(checks); !problems.empty()) {
     std::printf("%s\n", problems.c_str());
   }
-  std::printf("%s\n", launcher::summary_line(checks, hosts, pairs).c_str());
+  std::printf("%s\n", fabric::summary_line(checks, hosts, pairs).c_str());
   if (pairs == 0) return;
-  auto matrix = [all](const launcher::PairMatrix& m, int decimals) {
-    return all ? launcher::format_matrix(m, decimals) : launcher::format_matrix_for_width(m, decimals);
+  auto matrix = [all](const fabric::PairMatrix& m, int decimals) {
+    return all ? fabric::format_matrix(m, decimals) : fabric::format_matrix_for_width(m, decimals);
   };
   std::printf("\n%s\n", matrix(latency, 1).c_str());
   std::printf("%s\n", matrix(bandwidth, 2).c_str());
@@ -416,24 +416,24 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   auto transport = make_ssh_transport(flags.reach);
   std::vector<HostProbe> probes(hosts->size());
   for (std::size_t i = 0; i < hosts->size(); ++i) probes[i].host = (*hosts)[i];
-  launcher::run_bounded(probes.size(), flags.reach.fanout, [&](std::size_t i) { probe_host(*transport, flags, probes[i]); });
+  remote::run_bounded(probes.size(), flags.reach.fanout, [&](std::size_t i) { probe_host(*transport, flags, probes[i]); });
 
   std::string why_no_plan;
   auto numa = rank_numa_nodes(ctx, flags, why_no_plan);
-  std::vector<launcher::Check> checks;
+  std::vector<fabric::Check> checks;
   for (auto& probe : probes) {
     if (!probe.facts) {
-      checks.push_back(launcher::unreachable_host_check(probe.host.name, probe.error));
+      checks.push_back(fabric::unreachable_host_check(probe.host.name, probe.error));
       continue;
     }
-    launcher::HostExpectation expect;
+    fabric::HostExpectation expect;
     expect.host = probe.host.name;
     expect.provider = provider_of(flags, probe.host);
     expect.iface = probe.host.fabric.iface;
     expect.address = probe.host.address;
     expect.rank_numa_nodes = numa[probe.host.name];
     expect.clock_offset_s = probe.clock_offset_s;
-    auto rows = launcher::host_checks(*probe.facts, expect);
+    auto rows = fabric::host_checks(*probe.facts, expect);
     checks.insert(checks.end(), rows.begin(), rows.end());
   }
 
@@ -442,9 +442,9 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   std::vector<std::string> names;
   for (auto& probe : probes) names.push_back(probe.host.name);
   std::size_t n = probes.size();
-  launcher::PairMatrix latency{"latency, " + size_label(sizes.front()) + ", one way (us; row: from, column: to)",
+  fabric::PairMatrix latency{"latency, " + size_label(sizes.front()) + ", one way (us; row: from, column: to)",
                                names, {}, false, {}, 0};
-  launcher::PairMatrix bandwidth{"bandwidth, " + size_label(sizes.back()) + " ping-pong (GB/s; row: from, column: to)",
+  fabric::PairMatrix bandwidth{"bandwidth, " + size_label(sizes.back()) + " ping-pong (GB/s; row: from, column: to)",
                                  names, {}, true, {}, 0};
   latency.values.assign(n, std::vector<std::optional<double>>(n));
   bandwidth.values.assign(n, std::vector<std::optional<double>>(n));
@@ -455,7 +455,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
     // Servers of earlier rounds have exited: ports come back after 500 rounds.
     std::vector<std::optional<PairRun>> runs(n * n);
     std::vector<int> ports(n * n, 0);
-    auto rounds = launcher::pair_rounds(n);
+    auto rounds = fabric::pair_rounds(n);
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> batches;
     for (std::size_t r = 0; r < rounds.size(); ++r) {
       for (const auto& [a, b] : rounds[r]) ports[a * n + b] = base + 2 * static_cast<int>(r % 500);
@@ -471,7 +471,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
         if (probes[a].session && probes[b].session) runnable.emplace_back(a, b);
       pairs_ran += runnable.size();
       progress.start_batch(runnable.size());
-      launcher::run_bounded(runnable.size(), static_cast<int>(runnable.size()), [&](std::size_t i) {
+      remote::run_bounded(runnable.size(), static_cast<int>(runnable.size()), [&](std::size_t i) {
         auto [a, b] = runnable[i];
         runs[a * n + b] = run_pair(flags, probes[a], probes[b], ports[a * n + b]);
         progress.pair_done();
@@ -485,21 +485,21 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
         if (!pair) continue;
         std::string provider = provider_of(flags, probes[a].host);
         if (!pair->report) {
-          checks.push_back({"", pair->from + " -> " + pair->to, "pair-worker", launcher::Verdict::fail, pair->error,
+          checks.push_back({"", pair->from + " -> " + pair->to, "pair-worker", fabric::Verdict::fail, pair->error,
                             pair->fix});
           continue;
         }
-        auto rows = launcher::pair_checks(pair->from, pair->to, provider, *pair->report);
+        auto rows = fabric::pair_checks(pair->from, pair->to, provider, *pair->report);
         checks.insert(checks.end(), rows.begin(), rows.end());
         if (pair->report->fabric.ok && !pair->report->sizes.empty()) {
           latency.values[a][b] = pair->report->sizes.front().one_way_us;
           bandwidth.values[a][b] = pair->report->sizes.back().bandwidth_gbps;
         }
       }
-    launcher::flag_outliers(latency);
-    launcher::flag_outliers(bandwidth);
-    auto slow = launcher::outlier_checks(latency, "latency", "us");
-    auto thin = launcher::outlier_checks(bandwidth, "bandwidth", "GB/s");
+    fabric::flag_outliers(latency);
+    fabric::flag_outliers(bandwidth);
+    auto slow = fabric::outlier_checks(latency, "latency", "us");
+    auto thin = fabric::outlier_checks(bandwidth, "bandwidth", "GB/s");
     checks.insert(checks.end(), slow.begin(), slow.end());
     checks.insert(checks.end(), thin.begin(), thin.end());
   }
@@ -509,10 +509,10 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   if (flags.json) {
     nlohmann::ordered_json out;
     out["checks"] = nlohmann::ordered_json::array();
-    for (const auto& c : checks) out["checks"].push_back(launcher::check_to_json(c));
+    for (const auto& c : checks) out["checks"].push_back(fabric::check_to_json(c));
     if (pairs_ran) {
-      out["latency_us"] = launcher::matrix_to_json(latency);
-      out["bandwidth_gbps"] = launcher::matrix_to_json(bandwidth);
+      out["latency_us"] = fabric::matrix_to_json(latency);
+      out["bandwidth_gbps"] = fabric::matrix_to_json(bandwidth);
     }
     out["summary"] = {{"pass", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}, {"hosts", n},
                       {"pairs", pairs_ran}};
@@ -528,7 +528,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
 
 struct WorkerFlags {
   std::string role;
-  launcher::PingPongOptions options;
+  fabric::PingPongOptions options;
   std::string sizes = "8,1M";
   int pair_timeout_s = 3;
 };
@@ -554,20 +554,20 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
   }
   flags.options.connect_timeout = std::chrono::milliseconds(flags.pair_timeout_s * 1000);
   if (flags.role == "server") {
-    auto served = launcher::serve_pingpong(flags.options);
+    auto served = fabric::serve_pingpong(flags.options);
     if (!served) {
       log::write_located(log::Level::err, served.error().message);
       ctx.exit_code = served.error().port_in_use ? kWorkerPortInUse : exit_error;
     }
     return;
   }
-  auto report = launcher::run_pingpong_client(flags.options);
+  auto report = fabric::run_pingpong_client(flags.options);
   if (!report) {
     log::write_located(log::Level::err, report.error().message);
     ctx.exit_code = exit_error;
     return;
   }
-  std::printf("%s\n", launcher::report_to_json(*report).dump().c_str());
+  std::printf("%s\n", fabric::report_to_json(*report).dump().c_str());
 }
 
 }  // namespace

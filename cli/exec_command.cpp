@@ -22,7 +22,7 @@
 #include "cli/reach_options.h"
 #include "common/log.h"
 #include "inventory/load.h"
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 #include "playbooks/report_text.h"
 
 namespace xft::cli {
@@ -40,8 +40,8 @@ struct ExecFlags {
 
 struct ExecOutcome {
   std::string host;
-  std::optional<launcher::CommandResult> result;
-  std::optional<launcher::RemoteError> error;
+  std::optional<remote::CommandResult> result;
+  std::optional<remote::RemoteError> error;
 };
 
 // Hosts not yet finished, drawn on stderr: redrawn in place on a terminal
@@ -155,7 +155,7 @@ class LineStreamer {
   std::map<std::pair<std::string, bool>, std::string> partial_;  // nodes stay put: references are safe
 };
 
-ExecOutcome exec_on_host(launcher::Transport& transport, const inventory::Host& host, const std::string& command,
+ExecOutcome exec_on_host(remote::Transport& transport, const inventory::Host& host, const std::string& command,
                          LineStreamer* streamer) {
   ExecOutcome outcome{host.name, std::nullopt, std::nullopt};
   auto session = transport.connect(host);
@@ -163,7 +163,7 @@ ExecOutcome exec_on_host(launcher::Transport& transport, const inventory::Host& 
     outcome.error = session.error();
     return outcome;
   }
-  launcher::RunOptions options;
+  remote::RunOptions options;
   if (streamer)
     options.on_output = [&](bool is_stderr, std::string_view chunk) { streamer->add(host.name, is_stderr, chunk); };
   auto ran = (*session)->run(command, options);
@@ -242,7 +242,7 @@ void print_folded(const std::vector<OutputGroup>& groups) {
 }
 
 std::string status_word(const ExecOutcome& outcome) {
-  if (outcome.error) return launcher::failure_name(outcome.error->kind);
+  if (outcome.error) return remote::failure_name(outcome.error->kind);
   return outcome.result->exit_status == 0 ? "ok" : "failed";
 }
 
@@ -265,7 +265,7 @@ void report_failures(const std::vector<ExecOutcome>& outcomes, bool& any_unreach
   for (const auto& outcome : outcomes) {
     if (outcome.error) {
       log::error(outcome.error->message, {{"host", outcome.host}});
-      (outcome.error->kind == launcher::Failure::unreachable ? any_unreachable : any_failed) = true;
+      (outcome.error->kind == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
       continue;
     }
     int status = outcome.result->exit_status;
@@ -301,7 +301,7 @@ void run_exec(Context& ctx, const ReachFlags& reach, const ExecFlags& flags) {
   std::optional<LineStreamer> streamer;
   if (flags.stream) streamer.emplace(progress);
   std::vector<std::optional<ExecOutcome>> slots(hosts->size());
-  launcher::run_bounded(hosts->size(), reach.fanout, [&](size_t i) {
+  remote::run_bounded(hosts->size(), reach.fanout, [&](size_t i) {
     slots[i] = exec_on_host(*transport, (*hosts)[i], command, streamer ? &*streamer : nullptr);
     progress.done(i);
   });

@@ -9,7 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/reach_options.h"
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 #include "common/log.h"
 
 namespace xft::cli {
@@ -23,8 +23,8 @@ constexpr const char* kProbeCommand =
 struct PingRow {
   std::string host;
   std::string address;
-  std::string status = "ok";  // "ok", a launcher::failure_name(), or "failed" (probe)
-  std::optional<launcher::Failure> failure;
+  std::string status = "ok";  // "ok", a remote::failure_name(), or "failed" (probe)
+  std::optional<remote::Failure> failure;
   std::string error;  // one line, for every status but ok
   std::string os;
   std::string kernel;
@@ -53,23 +53,23 @@ bool parse_probe(const std::string& output, PingRow& row) {
   return !row.kernel.empty() && have_cpus && have_memory;
 }
 
-PingRow ping_host(launcher::Transport& transport, const inventory::Host& host) {
+PingRow ping_host(remote::Transport& transport, const inventory::Host& host) {
   PingRow row;
   row.host = host.name;
   row.address = host.address;
-  auto fail = [&](launcher::Failure kind, std::string status, std::string message) {
+  auto fail = [&](remote::Failure kind, std::string status, std::string message) {
     row.failure = kind;
     row.status = std::move(status);
     row.error = std::move(message);
     return row;
   };
   auto session = transport.connect(host);
-  if (!session) return fail(session.error().kind, launcher::failure_name(session.error().kind), session.error().message);
+  if (!session) return fail(session.error().kind, remote::failure_name(session.error().kind), session.error().message);
   auto probe = (*session)->run(kProbeCommand);
-  if (!probe) return fail(probe.error().kind, launcher::failure_name(probe.error().kind), probe.error().message);
+  if (!probe) return fail(probe.error().kind, remote::failure_name(probe.error().kind), probe.error().message);
   if (probe->exit_status != 0 || !parse_probe(probe->out, row)) {
     std::string first_error_line = probe->err.substr(0, probe->err.find('\n'));
-    return fail(launcher::Failure::other, "failed",
+    return fail(remote::Failure::other, "failed",
                 host.name + ": the probe (uname, nproc, /proc/meminfo) exited with " +
                     std::to_string(probe->exit_status) +
                     (first_error_line.empty() ? "" : ": " + first_error_line));
@@ -144,12 +144,12 @@ void run_ping(Context& ctx, const ReachFlags& flags, bool json) {
     return;
   }
   auto transport = make_ssh_transport(flags);
-  auto rows = launcher::fan_out(*hosts, flags.fanout,
+  auto rows = remote::fan_out(*hosts, flags.fanout,
                                 [&](const inventory::Host& host) { return ping_host(*transport, host); });
   bool any_unreachable = false, any_failed = false;
   for (const auto& row : rows) {
     if (!row.failure) continue;
-    (*row.failure == launcher::Failure::unreachable ? any_unreachable : any_failed) = true;
+    (*row.failure == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
   }
   if (json) {
     std::printf("%s\n", to_json(rows).dump(2).c_str());

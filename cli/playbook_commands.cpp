@@ -20,8 +20,8 @@
 #include "cli/rank_launch.h"
 #include "cli/reach_options.h"
 #include "inventory/load.h"
-#include "launcher/credentials.h"
-#include "launcher/ssh_keygen.h"
+#include "remote/credentials.h"
+#include "remote/ssh_keygen.h"
 #include "playbooks/extra_vars.h"
 #include "playbooks/report_text.h"
 #include "playbooks/runner.h"
@@ -226,15 +226,15 @@ std::string random_id() {
 // offers first); created when missing, never replaced. Returns the public key
 // line, or "" in check mode when there is none yet.
 Expected<std::string> control_public_key(bool check) {
-  std::string key = launcher::xftctl_config_dir() + "/id_ed25519";
+  std::string key = remote::xftctl_config_dir() + "/id_ed25519";
   if (!fs::exists(key)) {
     if (check) {
       spdlog::info("control node: would create {} (check mode)", key);
       return std::string();
     }
-    fs::create_directories(launcher::xftctl_config_dir());
-    ::chmod(launcher::xftctl_config_dir().c_str(), 0700);
-    auto made = launcher::generate_ed25519_key_pair(key, "xftctl@" + this_hostname());
+    fs::create_directories(remote::xftctl_config_dir());
+    ::chmod(remote::xftctl_config_dir().c_str(), 0700);
+    auto made = remote::generate_ed25519_key_pair(key, "xftctl@" + this_hostname());
     if (!made) return make_error("cannot create the control key " + key + ": " + made.error().message);
     spdlog::info("control node: created {}", key);
   }

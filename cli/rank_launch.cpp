@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/ssh_transport.h"
+#include "remote/ssh_transport.h"
 #include "launcher/mpirun.h"
 #include "common/log.h"
 
@@ -155,7 +155,7 @@ Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const Rea
                                           std::vector<std::string> command) {
   std::string known_hosts;
   if (!planned.hosts.empty())
-    known_hosts = reach.known_hosts.empty() ? launcher::default_known_hosts_path() : reach.known_hosts;
+    known_hosts = reach.known_hosts.empty() ? remote::default_known_hosts_path() : reach.known_hosts;
   auto spec = launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
   if (!spec) return spec;
   if (auto applied = apply_rank_env(planned.env, *spec); !applied) return applied.error();

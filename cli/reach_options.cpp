@@ -5,8 +5,8 @@
 
 #include "cli/command.h"
 #include "inventory/load.h"
-#include "launcher/credentials.h"
-#include "launcher/ssh_transport.h"
+#include "remote/credentials.h"
+#include "remote/ssh_transport.h"
 #include "common/log.h"
 
 namespace xft::cli {
@@ -39,16 +39,16 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags) {
                        "hosts to work on, an Ansible pattern: all,compute,!node01; @group, &group, h[01-04], h0*");
 }
 
-std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags) {
-  launcher::SshOptions options;
+std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags) {
+  remote::SshOptions options;
   options.known_hosts_path = flags.known_hosts;
   options.accept_new_host_keys = flags.accept_new_host_keys;
   options.connect_timeout_s = flags.connect_timeout_s;
   options.command_timeout_s = flags.timeout_s;
   // The logger serializes the fan-out threads' notices.
   auto notice = [](const std::string& line) { log::info(line); };
-  return std::make_unique<launcher::SshTransport>(
-      options, std::make_shared<launcher::DefaultPasswordSource>(), notice);
+  return std::make_unique<remote::SshTransport>(
+      options, std::make_shared<remote::DefaultPasswordSource>(), notice);
 }
 
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,

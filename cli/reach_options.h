@@ -10,15 +10,15 @@
 
 #include "common/expected.h"
 #include "inventory/inventory.h"
-#include "launcher/fanout.h"
-#include "launcher/transport.h"
+#include "remote/fanout.h"
+#include "remote/transport.h"
 
 namespace xft::cli {
 
 struct ReachFlags {
   bool accept_new_host_keys = false;
   std::string known_hosts;  // empty: $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts
-  int fanout = launcher::kDefaultFanout;
+  int fanout = remote::kDefaultFanout;
   int connect_timeout_s = 10;
   int timeout_s = 0;  // per command; 0 = none
   std::string hosts;  // -l/--limit/--hosts PATTERN; empty = every host
@@ -32,7 +32,7 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags);
 
 // libssh transport; passwords from the environment or a prompt; host key
 // notices go to stderr.
-std::unique_ptr<launcher::Transport> make_ssh_transport(const ReachFlags& flags);
+std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags);
 
 // Locates and loads the inventory, then applies --limit (inventory::select_hosts).
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,

@@ -17,7 +17,7 @@
 #include "cli/command.h"
 #include "cli/reach_options.h"
 #include "inventory/grammar.h"
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 #include "playbooks/sync.h"
 #include "common/log.h"
 
@@ -37,7 +37,7 @@ struct SyncFlags {
 struct HostOutcome {
   std::string host;
   std::optional<playbooks::SyncReport> report;
-  std::optional<launcher::RemoteError> error;
+  std::optional<remote::RemoteError> error;
 };
 
 std::string mebibytes(uint64_t bytes) {
@@ -104,7 +104,7 @@ class ProgressLine {
   std::thread drawer_;
 };
 
-HostOutcome sync_host(launcher::Transport& transport, const inventory::Host& host, const playbooks::SyncPlan& plan,
+HostOutcome sync_host(remote::Transport& transport, const inventory::Host& host, const playbooks::SyncPlan& plan,
                       const std::string& dest, const playbooks::SyncOptions& options) {
   HostOutcome outcome{host.name, std::nullopt, std::nullopt};
   auto session = transport.connect(host);
@@ -147,7 +147,7 @@ nlohmann::ordered_json change_json(const playbooks::SyncChange& change) {
 
 nlohmann::ordered_json outcome_json(const HostOutcome& outcome) {
   if (outcome.error)
-    return {{"host", outcome.host}, {"status", launcher::failure_name(outcome.error->kind)},
+    return {{"host", outcome.host}, {"status", remote::failure_name(outcome.error->kind)},
             {"error", outcome.error->message}};
   const auto& r = *outcome.report;
   nlohmann::ordered_json changes = nlohmann::ordered_json::array();
@@ -207,7 +207,7 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   options.delete_extra = flags.delete_extra;
   options.progress = [&](const playbooks::SyncProgress& step) { progress.add(step); };
   auto transport = make_ssh_transport(reach);
-  auto outcomes = launcher::fan_out(*hosts, reach.fanout, [&](const inventory::Host& host) {
+  auto outcomes = remote::fan_out(*hosts, reach.fanout, [&](const inventory::Host& host) {
     return sync_host(*transport, host, *plan, dest, options);
   });
   progress.finish();
@@ -219,7 +219,7 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
     bool any_unreachable = false, any_failed = false;
     for (const auto& outcome : outcomes) {
       if (!outcome.error) continue;
-      (outcome.error->kind == launcher::Failure::unreachable ? any_unreachable : any_failed) = true;
+      (outcome.error->kind == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
       log::error(outcome.error->message, {{"host", outcome.host}});
     }
     ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
@@ -230,9 +230,9 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   uint64_t bytes = 0;
   for (const auto& outcome : outcomes) {
     if (outcome.error) {
-      bool unreachable = outcome.error->kind == launcher::Failure::unreachable;
+      bool unreachable = outcome.error->kind == remote::Failure::unreachable;
       (unreachable ? any_unreachable : any_failed) = true;
-      std::printf("%s: %s\n", outcome.host.c_str(), launcher::failure_name(outcome.error->kind));
+      std::printf("%s: %s\n", outcome.host.c_str(), remote::failure_name(outcome.error->kind));
       log::error(outcome.error->message, {{"host", outcome.host}});
       continue;
     }

@@ -18,7 +18,7 @@
 #include "launcher/facts.h"
 #include "launcher/launch.h"
 #include "launcher/mpirun.h"
-#include "launcher/ssh_transport.h"
+#include "remote/ssh_transport.h"
 #include "launcher/topology.h"
 #include "common/log.h"
 

@@ -1,7 +1,7 @@
 // Errors as values: a minimal stand-in for C++23 std::expected, so that inner
 // code returns failures and only the command layer turns them into exits.
 // The error type defaults to Error (a message); code that must tell failures
-// apart uses its own (launcher::Remote<T> = Expected<T, RemoteError>).
+// apart uses its own (remote::Remote<T> = Expected<T, RemoteError>).
 #pragma once
 
 #include <string>

@@ -22,8 +22,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "launcher/credentials.h"
-#include "launcher/fanout.h"
+#include "remote/credentials.h"
+#include "remote/fanout.h"
 #include "common/log.h"
 
 namespace xft::launcher {
@@ -592,10 +592,10 @@ std::string local_subnet_for(const std::string& address) {
   return subnet;
 }
 
-std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& hosts, Transport& transport,
+std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& hosts, remote::Transport& transport,
                                           const FactsRequest& request) {
   std::string dir = request.cache_dir.empty() ? facts_cache_dir() : request.cache_dir;
-  return fan_out(hosts, request.fanout, [&](const inventory::Host& host) {
+  return remote::fan_out(hosts, request.fanout, [&](const inventory::Host& host) {
     HostFactsResult result;
     result.host = host.name;
     if (!request.refresh) {
@@ -608,11 +608,11 @@ std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& ho
     }
     auto session = transport.connect(host);
     if (!session) {
-      result.unreachable = session.error().kind == Failure::unreachable;
+      result.unreachable = session.error().kind == remote::Failure::unreachable;
       result.facts = session.error().to_error();
       return result;
     }
-    RunOptions options;
+    remote::RunOptions options;
     options.stdin_data = fact_probe_script();
     options.timeout = std::chrono::seconds(60);
     auto run = (*session)->run("sh -s", options);
@@ -689,9 +689,9 @@ Expected<MpirunSpec> mpirun_spec_for(const RankPlan& plan, const std::vector<inv
   // One ssh agent serves every host: they must agree on user, port and key.
   const inventory::Host* ref = hosts.empty() ? nullptr : &hosts.front();
   if (ref) {
-    auto keys = key_candidates(*ref);
+    auto keys = remote::key_candidates(*ref);
     for (const auto& h : hosts) {
-      if (h.user != ref->user || h.port != ref->port || key_candidates(h) != keys)
+      if (h.user != ref->user || h.port != ref->port || remote::key_candidates(h) != keys)
         return make_error("hosts " + ref->name + " and " + h.name +
                           " differ in SSH user, port or key; mpirun uses one ssh command for all hosts");
     }

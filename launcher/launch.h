@@ -15,7 +15,7 @@
 #include "launcher/facts.h"
 #include "launcher/mpirun.h"
 #include "launcher/topology.h"
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
 namespace xft::launcher {
 
@@ -115,7 +115,7 @@ struct HostFactsResult {
   bool from_cache = false;
   bool unreachable = false;
 };
-std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& hosts, Transport& transport,
+std::vector<HostFactsResult> gather_facts(const std::vector<inventory::Host>& hosts, remote::Transport& transport,
                                           const FactsRequest& request);
 
 // A plan host from an inventory host and its facts.

@@ -7,8 +7,8 @@
 
 namespace xft::playbooks {
 
-using launcher::Remote;
-using launcher::RemoteError;
+using remote::Remote;
+using remote::RemoteError;
 
 std::optional<mode_t> parse_mode(const std::string& text) {
   if (text.empty() || text.size() > 5 || text.find_first_not_of("01234567") != std::string::npos) return std::nullopt;
@@ -21,7 +21,7 @@ std::string mode_text(mode_t mode) {
   return text;
 }
 
-Remote<FileState> read_remote_file(launcher::RemoteSession& session, const std::string& path) {
+Remote<FileState> read_remote_file(remote::RemoteSession& session, const std::string& path) {
   auto info = session.stat(path);
   if (!info) return info.error();
   FileState state;
@@ -36,13 +36,13 @@ Remote<FileState> read_remote_file(launcher::RemoteSession& session, const std::
   return state;
 }
 
-Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const std::string& path,
+Remote<FileChange> ensure_remote_file(remote::RemoteSession& session, const std::string& path,
                                       const std::string& content, std::optional<mode_t> mode, bool check,
                                       mode_t new_file_mode) {
   auto current = read_remote_file(session, path);
   if (!current) return current.error();
   if (current->is_directory)
-    return RemoteError{launcher::Failure::other, path + " is a directory (remove it or choose another path)"};
+    return RemoteError{remote::Failure::other, path + " is a directory (remove it or choose another path)"};
   FileChange change;
   mode_t wanted_mode = mode ? *mode : (current->exists ? current->mode : new_file_mode);
   bool content_differs = !current->exists || current->content != content;
@@ -64,7 +64,7 @@ Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const st
     auto chmod = session.run("chmod " + mode_text(wanted_mode) + " -- " + shell_quote(path));
     if (!chmod) return chmod.error();
     if (chmod->exit_status != 0)
-      return RemoteError{launcher::Failure::other, "chmod " + path + ": " + chmod->err.substr(0, chmod->err.find('\n'))};
+      return RemoteError{remote::Failure::other, "chmod " + path + ": " + chmod->err.substr(0, chmod->err.find('\n'))};
   }
   return change;
 }

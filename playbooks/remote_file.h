@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
 namespace xft::playbooks {
 
@@ -20,7 +20,7 @@ struct FileState {
   std::string content;
 };
 
-launcher::Remote<FileState> read_remote_file(launcher::RemoteSession& session, const std::string& path);
+remote::Remote<FileState> read_remote_file(remote::RemoteSession& session, const std::string& path);
 
 struct FileChange {
   bool changed = false;
@@ -29,7 +29,7 @@ struct FileChange {
 };
 
 // `mode` empty: an existing file keeps its mode, a new one gets `new_file_mode`.
-launcher::Remote<FileChange> ensure_remote_file(launcher::RemoteSession& session, const std::string& path,
+remote::Remote<FileChange> ensure_remote_file(remote::RemoteSession& session, const std::string& path,
                                                 const std::string& content, std::optional<mode_t> mode, bool check,
                                                 mode_t new_file_mode = 0644);
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 #include "playbooks/expression.h"
 #include "playbooks/render.h"
 
@@ -19,7 +19,7 @@ enum class HostState { active, failed, unreachable };
 
 struct HostSlot {
   inventory::Host host;
-  std::unique_ptr<launcher::RemoteSession> session;
+  std::unique_ptr<remote::RemoteSession> session;
   HostState state = HostState::active;
   Json facts;                          // host_facts + play vars
   Json registered = Json::object();    // register: results
@@ -158,11 +158,11 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
   return result;
 }
 
-void connect_all(std::vector<HostSlot>& slots, launcher::Transport& transport, const RunSettings& settings,
+void connect_all(std::vector<HostSlot>& slots, remote::Transport& transport, const RunSettings& settings,
                  PlayReport& report, PlayObserver* observer) {
   TaskReport connect{"connect", "connect", 0, {}};
   if (observer) observer->task_started("connect", slots.size());
-  auto sessions = launcher::fan_out(slots, settings.fanout, [&](const HostSlot& slot) {
+  auto sessions = remote::fan_out(slots, settings.fanout, [&](const HostSlot& slot) {
     auto session = transport.connect(slot.host);
     if (observer) observer->host_done();
     return session;
@@ -176,7 +176,7 @@ void connect_all(std::vector<HostSlot>& slots, launcher::Transport& transport, c
       result.msg = slot.session->host_key().substr(0, slot.session->host_key().find(' '));
     } else {
       const auto& error = sessions[i].error();
-      result.status = error.kind == launcher::Failure::unreachable || error.kind == launcher::Failure::timeout
+      result.status = error.kind == remote::Failure::unreachable || error.kind == remote::Failure::timeout
                           ? TaskStatus::unreachable
                           : TaskStatus::failed;
       result.msg = error.message;
@@ -239,7 +239,7 @@ Json host_facts(const inventory::Host& host, const std::string& host_key, bool c
   return facts;
 }
 
-PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& hosts, launcher::Transport& transport,
+PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& hosts, remote::Transport& transport,
                     const RunSettings& settings, PlayObserver* observer) {
   PlayReport report;
   report.name = book.name;
@@ -273,7 +273,7 @@ PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& ho
     std::vector<size_t> order(targets.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
     if (observer) observer->task_started(task.name, targets.size());
-    auto results = launcher::fan_out(order, settings.fanout, [&](size_t k) {
+    auto results = remote::fan_out(order, settings.fanout, [&](size_t k) {
       auto result = run_on_host(task, slots[targets[k]], scopes[k], settings);
       if (observer) observer->host_done();
       return result;

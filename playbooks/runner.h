@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "inventory/inventory.h"
-#include "launcher/transport.h"
+#include "remote/transport.h"
 #include "playbooks/playbook.h"
 #include "playbooks/tasks.h"
 
@@ -67,7 +67,7 @@ class PlayObserver {
   virtual void task_done(const TaskReport& task) = 0;
 };
 
-PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& hosts, launcher::Transport& transport,
+PlayReport run_play(const Playbook& book, const std::vector<inventory::Host>& hosts, remote::Transport& transport,
                     const RunSettings& settings, PlayObserver* observer = nullptr);
 
 // The variables a host starts with: the play's, the extra ones, then the

@@ -14,9 +14,9 @@
 
 namespace xft::playbooks {
 namespace fs = std::filesystem;
-using launcher::Failure;
-using launcher::Remote;
-using launcher::RemoteError;
+using remote::Failure;
+using remote::Remote;
+using remote::RemoteError;
 
 // --- the local tree ----------------------------------------------------------
 
@@ -229,7 +229,7 @@ std::map<std::string, std::string> parse_hashes(const std::string& text) {
 
 class HostSync {
  public:
-  HostSync(launcher::RemoteSession& session, const SyncPlan& plan, std::string dest, const SyncOptions& options)
+  HostSync(remote::RemoteSession& session, const SyncPlan& plan, std::string dest, const SyncOptions& options)
       : session_(session), plan_(plan), dest_(std::move(dest)), options_(options) {
     while (dest_.size() > 1 && dest_.back() == '/') dest_.pop_back();
   }
@@ -349,7 +349,7 @@ class HostSync {
     if (same_size.empty()) return {};
     std::string names;
     for (size_t i : same_size) names += plan_.entries()[i].path + '\0';
-    launcher::RunOptions run_options;
+    remote::RunOptions run_options;
     run_options.stdin_data = names;
     auto hashed = session_.run("cd " + shell_quote(dest_) + " && xargs -0 sha256sum --", run_options);
     if (!hashed) return hashed.error();
@@ -412,7 +412,7 @@ class HostSync {
   }
 
   Remote<void> run_script(const std::string& script, const std::string& what) {
-    launcher::RunOptions run_options;
+    remote::RunOptions run_options;
     run_options.stdin_data = script;
     auto ran = session_.run("sh -s", run_options);
     if (!ran) return ran.error();
@@ -447,7 +447,7 @@ class HostSync {
     return {};
   }
 
-  launcher::RemoteSession& session_;
+  remote::RemoteSession& session_;
   const SyncPlan& plan_;
   std::string dest_;
   const SyncOptions& options_;
@@ -460,7 +460,7 @@ class HostSync {
 
 }  // namespace
 
-Remote<SyncReport> sync_tree(launcher::RemoteSession& session, const SyncPlan& plan, const std::string& dest,
+Remote<SyncReport> sync_tree(remote::RemoteSession& session, const SyncPlan& plan, const std::string& dest,
                              const SyncOptions& options) {
   return HostSync(session, plan, dest, options).run();
 }

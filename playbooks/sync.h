@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/expected.h"
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
 namespace xft::playbooks {
 
@@ -114,7 +114,7 @@ std::string describe_change(const SyncChange& change);
 // Makes `dest` (absolute) on the session's host hold the plan's tree. An
 // error names the host and, where one is involved, the file; its kind is the
 // transport's (a lost connection stays distinguishable from a refused write).
-launcher::Remote<SyncReport> sync_tree(launcher::RemoteSession& session, const SyncPlan& plan,
+remote::Remote<SyncReport> sync_tree(remote::RemoteSession& session, const SyncPlan& plan,
                                        const std::string& dest, const SyncOptions& options = {});
 
 // What a remote tree holds, as listed by remote_listing_command(): exposed

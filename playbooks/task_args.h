@@ -51,9 +51,9 @@ inline TaskResult failed(std::string msg) {
   return result;
 }
 
-inline TaskResult from_error(const launcher::RemoteError& error) {
+inline TaskResult from_error(const remote::RemoteError& error) {
   TaskResult result = failed(error.message);
-  if (error.kind == launcher::Failure::unreachable || error.kind == launcher::Failure::timeout)
+  if (error.kind == remote::Failure::unreachable || error.kind == remote::Failure::timeout)
     result.status = TaskStatus::unreachable;
   return result;
 }
@@ -78,7 +78,7 @@ inline std::optional<mode_t> mode_arg(const nlohmann::json& args, bool& bad) {
 }
 
 // A file-shaped task's result from ensure_remote_file.
-inline TaskResult file_outcome(const launcher::Remote<FileChange>& change, const std::string& path, bool check) {
+inline TaskResult file_outcome(const remote::Remote<FileChange>& change, const std::string& path, bool check) {
   if (!change) return from_error(change.error());
   if (!change->changed) return outcome(false, path);
   return outcome(true, path + ": " + (check ? "would change " : "") + change->what, change->diff);

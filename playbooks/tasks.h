@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "launcher/transport.h"
+#include "remote/transport.h"
 #include "playbooks/playbook.h"
 
 namespace xft::playbooks {
@@ -35,7 +35,7 @@ struct TaskResult {
 };
 
 struct TaskEnv {
-  launcher::RemoteSession& session;
+  remote::RemoteSession& session;
   bool check = false;          // change nothing, say what would change
   bool diff = false;           // fill TaskResult::diff
   std::string templates_dir;   // where `template` finds src

@@ -26,7 +26,7 @@ std::string command_line(const nlohmann::json& args, bool shell) {
 }
 
 // creates: the command already did its work when the path exists; removes: when it does not.
-launcher::Remote<std::optional<std::string>> guard_holds(const nlohmann::json& args, TaskEnv& env) {
+remote::Remote<std::optional<std::string>> guard_holds(const nlohmann::json& args, TaskEnv& env) {
   for (const char* guard : {"creates", "removes"}) {
     auto path = arg(args, guard);
     if (path.empty()) continue;
@@ -55,7 +55,7 @@ TaskResult run_command(const nlohmann::json& args, TaskEnv& env, bool shell) {
     result.data.update({{"rc", 0}, {"stdout", ""}, {"stderr", ""}, {"skipped", true}});
     return result;
   }
-  launcher::RunOptions options;
+  remote::RunOptions options;
   options.stdin_data = arg(args, "stdin");
   auto timeout = arg(args, "timeout");
   if (!timeout.empty()) options.timeout = std::chrono::seconds(std::stol(timeout));

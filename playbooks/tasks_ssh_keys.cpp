@@ -73,19 +73,19 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 // Where a user's ~/.ssh is: /root for root, else the passwd entry.
-launcher::Remote<std::string> ssh_dir(const std::string& user, TaskEnv& env) {
+remote::Remote<std::string> ssh_dir(const std::string& user, TaskEnv& env) {
   if (user == "root") return std::string("/root/.ssh");
   auto ran = env.session.run("getent passwd -- " + shell_quote(user) + " | cut -d: -f6");
   if (!ran) return ran.error();
   std::string home = ran->out.substr(0, ran->out.find('\n'));
   if (ran->exit_status != 0 || home.empty())
-    return launcher::RemoteError{launcher::Failure::other, "user " + user + " does not exist on the host"};
+    return remote::RemoteError{remote::Failure::other, "user " + user + " does not exist on the host"};
   return home + "/.ssh";
 }
 
 // ~/.ssh exists with mode 0700 (sshd's StrictModes refuses looser ones),
 // made by the session's user, who owns it then.
-std::optional<TaskResult> ensure_ssh_dir(const std::string& dir, launcher::RemoteSession& session, bool check,
+std::optional<TaskResult> ensure_ssh_dir(const std::string& dir, remote::RemoteSession& session, bool check,
                                          bool& changed) {
   auto info = session.stat(dir);
   if (!info) return from_error(info.error());
@@ -108,7 +108,7 @@ TaskResult ensure_key_file(const nlohmann::json& args, TaskEnv& env, const char*
   // (user_session.h); the login user's and root's own with the session's.
   std::optional<UserSession> as_user;
   bool foreign = user != "root" && user != env.session.host().user;
-  launcher::RemoteSession& session = foreign ? as_user.emplace(env.session, user) : env.session;
+  remote::RemoteSession& session = foreign ? as_user.emplace(env.session, user) : env.session;
   auto path = arg(args, "path", *dir + "/" + file_name);
   bool dir_changed = false;
   if (auto problem = ensure_ssh_dir(*dir, session, env.check, dir_changed)) return *problem;

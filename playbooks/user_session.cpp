@@ -9,10 +9,10 @@
 
 namespace xft::playbooks {
 
-using launcher::CommandResult;
-using launcher::Failure;
-using launcher::Remote;
-using launcher::RemoteError;
+using remote::CommandResult;
+using remote::Failure;
+using remote::Remote;
+using remote::RemoteError;
 
 namespace {
 
@@ -30,7 +30,7 @@ constexpr const char* kUploadScript =
 
 }  // namespace
 
-UserSession::UserSession(launcher::RemoteSession& root, std::string user) : root_(root), user_(std::move(user)) {}
+UserSession::UserSession(remote::RemoteSession& root, std::string user) : root_(root), user_(std::move(user)) {}
 
 std::string UserSession::as_user(const std::vector<std::string>& words) const {
   std::vector<std::string> argv = {"runuser", "-u", user_, "--"};
@@ -39,7 +39,7 @@ std::string UserSession::as_user(const std::vector<std::string>& words) const {
 }
 
 Remote<CommandResult> UserSession::run_words(const std::vector<std::string>& words,
-                                             const launcher::RunOptions& options) {
+                                             const remote::RunOptions& options) {
   return root_.run(as_user(words), options);
 }
 
@@ -62,17 +62,17 @@ Remote<std::string> UserSession::uid() {
   return uid_;
 }
 
-Remote<CommandResult> UserSession::run(const std::string& command, const launcher::RunOptions& options) {
+Remote<CommandResult> UserSession::run(const std::string& command, const remote::RunOptions& options) {
   return run_words({"sh", "-c", command}, options);
 }
 
-Remote<launcher::RemoteFileInfo> UserSession::stat(const std::string& remote_path) {
+Remote<remote::RemoteFileInfo> UserSession::stat(const std::string& remote_path) {
   auto owner_ok = uid();
   if (!owner_ok) return owner_ok.error();
   auto ran = run_words({"stat", "-c", "%f %u %s", "--", remote_path});
   if (!ran) return ran.error();
   if (ran->exit_status != 0) {
-    if (ran->err.find("No such file or directory") != std::string::npos) return launcher::RemoteFileInfo{};
+    if (ran->err.find("No such file or directory") != std::string::npos) return remote::RemoteFileInfo{};
     return error("cannot stat " + remote_path, *ran);
   }
   unsigned long mode = 0, size = 0;
@@ -86,7 +86,7 @@ Remote<launcher::RemoteFileInfo> UserSession::stat(const std::string& remote_pat
   if (owner != *owner_ok && std::string(owner) != "0")
     return RemoteError{Failure::other, host().name + ": " + remote_path + " is owned by uid " + owner + ", not " +
                                            user_ + " or root (chown it to " + user_ + ")"};
-  launcher::RemoteFileInfo info;
+  remote::RemoteFileInfo info;
   info.exists = true;
   info.is_directory = S_ISDIR(mode);
   info.mode = static_cast<mode_t>(mode & 07777);
@@ -102,7 +102,7 @@ Remote<std::string> UserSession::download(const std::string& remote_path) {
 }
 
 Remote<void> UserSession::upload(const std::string& content, const std::string& remote_path, mode_t mode) {
-  launcher::RunOptions options;
+  remote::RunOptions options;
   options.stdin_data = content;
   auto ran = run_words({"sh", "-c", kUploadScript, "sh", remote_path, mode_text(mode)}, options);
   if (!ran) return ran.error();

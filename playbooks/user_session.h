@@ -14,38 +14,38 @@
 #include <string>
 #include <vector>
 
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
 namespace xft::playbooks {
 
-class UserSession : public launcher::RemoteSession {
+class UserSession : public remote::RemoteSession {
  public:
   // `root` must be a root session; it outlives this one.
-  UserSession(launcher::RemoteSession& root, std::string user);
+  UserSession(remote::RemoteSession& root, std::string user);
 
   const inventory::Host& host() const override { return root_.host(); }
   std::string host_key() const override { return root_.host_key(); }
 
   // `command` through `sh -c`, as the user.
-  launcher::Remote<launcher::CommandResult> run(const std::string& command,
-                                                const launcher::RunOptions& options = {}) override;
-  launcher::Remote<void> upload(const std::string& content, const std::string& remote_path, mode_t mode) override;
-  launcher::Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override;
-  launcher::Remote<std::string> download(const std::string& remote_path) override;
+  remote::Remote<remote::CommandResult> run(const std::string& command,
+                                                const remote::RunOptions& options = {}) override;
+  remote::Remote<void> upload(const std::string& content, const std::string& remote_path, mode_t mode) override;
+  remote::Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override;
+  remote::Remote<std::string> download(const std::string& remote_path) override;
   // lstat: a link or a foreign owner is an error naming the path.
-  launcher::Remote<launcher::RemoteFileInfo> stat(const std::string& remote_path) override;
-  launcher::Remote<void> mkdir(const std::string& remote_path, mode_t mode = 0755) override;
+  remote::Remote<remote::RemoteFileInfo> stat(const std::string& remote_path) override;
+  remote::Remote<void> mkdir(const std::string& remote_path, mode_t mode = 0755) override;
 
   // The argv that runs `words` as the user, joined for the root session's shell.
   std::string as_user(const std::vector<std::string>& words) const;
 
  private:
-  launcher::Remote<launcher::CommandResult> run_words(const std::vector<std::string>& words,
-                                                      const launcher::RunOptions& options = {});
-  launcher::Remote<std::string> uid();
-  launcher::RemoteError error(const std::string& what, const launcher::CommandResult& ran) const;
+  remote::Remote<remote::CommandResult> run_words(const std::vector<std::string>& words,
+                                                      const remote::RunOptions& options = {});
+  remote::Remote<std::string> uid();
+  remote::RemoteError error(const std::string& what, const remote::CommandResult& ran) const;
 
-  launcher::RemoteSession& root_;
+  remote::RemoteSession& root_;
   std::string user_;
   std::string uid_;  // the user's numeric id, asked once
 };

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
 namespace xft::playbooks::testing {
 
@@ -38,37 +38,37 @@ struct FakeHost {
   std::vector<std::string> commands;  // every command run, in order
   std::vector<std::string> writes;    // every path uploaded, in order
   std::string stdin_data;             // what the latest command was given on stdin
-  std::function<launcher::CommandResult(FakeHost&, const std::string&)> handler;
+  std::function<remote::CommandResult(FakeHost&, const std::string&)> handler;
 };
 
-class FakeSession : public launcher::RemoteSession {
+class FakeSession : public remote::RemoteSession {
  public:
   explicit FakeSession(FakeHost& host) : host_(host) {}
   const inventory::Host& host() const override { return host_.host; }
   std::string host_key() const override { return host_.host_key; }
 
-  launcher::Remote<launcher::CommandResult> run(const std::string& command,
-                                                const launcher::RunOptions& options = {}) override {
+  remote::Remote<remote::CommandResult> run(const std::string& command,
+                                                const remote::RunOptions& options = {}) override {
     host_.commands.push_back(command);
     host_.stdin_data = options.stdin_data;
     if (host_.handler) return host_.handler(host_, command);
-    return launcher::CommandResult{};
+    return remote::CommandResult{};
   }
-  launcher::Remote<void> upload(const std::string& content, const std::string& path, mode_t mode) override {
+  remote::Remote<void> upload(const std::string& content, const std::string& path, mode_t mode) override {
     host_.writes.push_back(path);
     host_.files[path] = FakeFile{content, mode, false};
     return {};
   }
-  launcher::Remote<void> upload_file(const std::string&, const std::string& path) override {
-    return launcher::RemoteError{launcher::Failure::other, "upload_file not faked: " + path};
+  remote::Remote<void> upload_file(const std::string&, const std::string& path) override {
+    return remote::RemoteError{remote::Failure::other, "upload_file not faked: " + path};
   }
-  launcher::Remote<std::string> download(const std::string& path) override {
+  remote::Remote<std::string> download(const std::string& path) override {
     auto found = host_.files.find(path);
-    if (found == host_.files.end()) return launcher::RemoteError{launcher::Failure::other, "no such file " + path};
+    if (found == host_.files.end()) return remote::RemoteError{remote::Failure::other, "no such file " + path};
     return found->second.content;
   }
-  launcher::Remote<launcher::RemoteFileInfo> stat(const std::string& path) override {
-    launcher::RemoteFileInfo info;
+  remote::Remote<remote::RemoteFileInfo> stat(const std::string& path) override {
+    remote::RemoteFileInfo info;
     auto found = host_.files.find(path);
     if (found == host_.files.end()) return info;
     info.exists = true;
@@ -77,7 +77,7 @@ class FakeSession : public launcher::RemoteSession {
     info.size = found->second.content.size();
     return info;
   }
-  launcher::Remote<void> mkdir(const std::string& path, mode_t mode) override {
+  remote::Remote<void> mkdir(const std::string& path, mode_t mode) override {
     host_.writes.push_back(path + "/");
     host_.files[path] = FakeFile{"", mode, true};
     return {};
@@ -118,7 +118,7 @@ inline std::vector<std::string> shell_words(const std::string& command) {
 
 // `command` run by a real /bin/sh -c here, with `stdin_data` as its input and
 // `path_first` (when given) at the front of PATH.
-inline launcher::CommandResult run_locally(const std::string& command, const std::string& stdin_data = "",
+inline remote::CommandResult run_locally(const std::string& command, const std::string& stdin_data = "",
                                           const std::string& path_first = "") {
   char dir_template[] = "/tmp/xft-fake-shell.XXXXXX";
   std::string dir = ::mkdtemp(dir_template);
@@ -132,7 +132,7 @@ inline launcher::CommandResult run_locally(const std::string& command, const std
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   const char* envp[] = {path.c_str(), "LC_ALL=C", nullptr};
   pid_t pid = 0;
-  launcher::CommandResult result;
+  remote::CommandResult result;
   if (posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), const_cast<char* const*>(envp)) == 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -154,7 +154,7 @@ inline launcher::CommandResult run_locally(const std::string& command, const std
   return result;
 }
 
-class FakeTransport : public launcher::Transport {
+class FakeTransport : public remote::Transport {
  public:
   FakeHost& add(const std::string& name, const std::string& address) {
     auto host = std::make_unique<FakeHost>();
@@ -174,12 +174,12 @@ class FakeTransport : public launcher::Transport {
       if (host->host.name == name) return *host;
     throw std::runtime_error("no fake host " + name);
   }
-  launcher::Remote<std::unique_ptr<launcher::RemoteSession>> connect(const inventory::Host& wanted) override {
+  remote::Remote<std::unique_ptr<remote::RemoteSession>> connect(const inventory::Host& wanted) override {
     FakeHost& host = (*this)[wanted.name];
     if (!host.reachable)
-      return launcher::RemoteError{launcher::Failure::unreachable, wanted.name + " (" + wanted.address +
+      return remote::RemoteError{remote::Failure::unreachable, wanted.name + " (" + wanted.address +
                                                                        "): connection refused"};
-    return std::unique_ptr<launcher::RemoteSession>(std::make_unique<FakeSession>(host));
+    return std::unique_ptr<remote::RemoteSession>(std::make_unique<FakeSession>(host));
   }
 
  private:

@@ -20,7 +20,7 @@ namespace {
 
 using testing::FakeHost;
 using testing::FakeTransport;
-using launcher::CommandResult;
+using remote::CommandResult;
 
 Playbook parse(const std::string& text) {
   auto book = parse_playbook(text, "test.yaml");

@@ -19,12 +19,12 @@ namespace xft::playbooks {
 namespace {
 
 namespace fs = std::filesystem;
-using launcher::CommandResult;
-using launcher::Failure;
-using launcher::Remote;
-using launcher::RemoteError;
-using launcher::RemoteFileInfo;
-using launcher::RunOptions;
+using remote::CommandResult;
+using remote::Failure;
+using remote::Remote;
+using remote::RemoteError;
+using remote::RemoteFileInfo;
+using remote::RunOptions;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -45,7 +45,7 @@ mode_t mode_of(const std::string& path) {
   return info.st_mode & 07777;
 }
 
-class LocalDirSession : public launcher::RemoteSession {
+class LocalDirSession : public remote::RemoteSession {
  public:
   explicit LocalDirSession(std::string scratch) : scratch_(std::move(scratch)) {
     host_.name = "node7";

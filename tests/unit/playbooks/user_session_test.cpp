@@ -48,7 +48,7 @@ class OtherUsersKeys : public ::testing::Test {
     fs::permissions(bin + "/runuser", fs::perms::owner_all);
     auto& host = transport_.add("n1", "10.0.0.1");
     host.handler = [home = home_, bin](FakeHost& self, const std::string& command) {
-      if (command.rfind("getent passwd ", 0) == 0) return launcher::CommandResult{0, home + "\n", ""};
+      if (command.rfind("getent passwd ", 0) == 0) return remote::CommandResult{0, home + "\n", ""};
       return testing::run_locally(command, self.stdin_data, bin);
     };
   }

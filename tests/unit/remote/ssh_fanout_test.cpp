@@ -1,4 +1,4 @@
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 TEST(FanOut, ResultsComeBackInInputOrderWhateverFinishesFirst) {
@@ -86,4 +86,4 @@ TEST(FanOut, AnExceptionIsRethrownAfterTheOthersFinish) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::remote

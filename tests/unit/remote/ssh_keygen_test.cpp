@@ -1,4 +1,4 @@
-#include "launcher/ssh_keygen.h"
+#include "remote/ssh_keygen.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -42,7 +42,7 @@ class SshKeygen : public ::testing::Test {
 
 TEST_F(SshKeygen, WritesAPairThatOpenSshReads) {
   const fs::path key = dir_ / "id_ed25519";
-  auto line = xft::launcher::generate_ed25519_key_pair(key, "xftctl@test");
+  auto line = xft::remote::generate_ed25519_key_pair(key, "xftctl@test");
   ASSERT_TRUE(line) << line.error().message;
   EXPECT_EQ(line->rfind("ssh-ed25519 ", 0), 0u) << *line;
   EXPECT_EQ(line->substr(line->size() - 12), " xftctl@test");
@@ -61,15 +61,15 @@ TEST_F(SshKeygen, WritesAPairThatOpenSshReads) {
 }
 
 TEST_F(SshKeygen, EveryPairIsNew) {
-  auto first = xft::launcher::generate_ed25519_key_pair(dir_ / "a", "");
-  auto second = xft::launcher::generate_ed25519_key_pair(dir_ / "b", "");
+  auto first = xft::remote::generate_ed25519_key_pair(dir_ / "a", "");
+  auto second = xft::remote::generate_ed25519_key_pair(dir_ / "b", "");
   ASSERT_TRUE(first && second);
   EXPECT_NE(*first, *second);
   EXPECT_EQ(first->find(' ', 12), std::string::npos) << "no comment, no trailing space: " << *first;
 }
 
 TEST_F(SshKeygen, AnUnwritableDirectoryIsAnError) {
-  auto line = xft::launcher::generate_ed25519_key_pair(dir_ / "missing" / "id", "");
+  auto line = xft::remote::generate_ed25519_key_pair(dir_ / "missing" / "id", "");
   ASSERT_FALSE(line);
   EXPECT_NE(line.error().message.find(dir_.string() + "/missing"), std::string::npos) << line.error().message;
 }

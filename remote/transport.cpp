@@ -1,6 +1,6 @@
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 const char* failure_name(Failure failure) {
   switch (failure) {
@@ -14,4 +14,4 @@ const char* failure_name(Failure failure) {
   return "failed";
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -8,11 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "launcher/credentials.h"
-#include "launcher/known_hosts.h"
-#include "launcher/transport.h"
+#include "remote/credentials.h"
+#include "remote/known_hosts.h"
+#include "remote/transport.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 struct SshOptions {
   std::string known_hosts_path;  // empty: default_known_hosts_path()
@@ -40,4 +40,4 @@ class SshTransport : public Transport {
   std::unique_ptr<KnownHostsStore> known_hosts_;
 };
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

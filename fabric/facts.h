@@ -12,7 +12,7 @@
 
 #include "common/expected.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 
 struct RdmaPort {
   int number = 0;
@@ -104,4 +104,4 @@ std::string sysfs_state_word(const std::string& text);
 // ff:fe in the middle, the universal/local bit flipped), as sysfs prints it.
 std::string guid_from_mac(const std::string& mac);
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

@@ -1,4 +1,4 @@
-#include "launcher/ssh_transport.h"
+#include "remote/ssh_transport.h"
 
 #include <fcntl.h>
 #include <libssh/libssh.h>
@@ -15,7 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -551,4 +551,4 @@ Remote<void> authenticate(ssh_session session, const inventory::Host& host, cons
 
 }  // namespace
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

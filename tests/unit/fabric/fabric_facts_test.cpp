@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/fabric_checks.h"
-#include "launcher/fabric_facts.h"
+#include "fabric/checks.h"
+#include "fabric/facts.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 namespace fs = std::filesystem;
@@ -153,4 +153,4 @@ TEST(FabricFacts, ProbeScriptOnThePortDownTreeGivesTheFix) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::fabric

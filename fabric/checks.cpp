@@ -1,4 +1,4 @@
-#include "launcher/fabric_checks.h"
+#include "fabric/checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <arpa/inet.h>
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 Check host_check(const std::string& host, std::string check, Verdict verdict, std::string observed,
@@ -420,4 +420,4 @@ nlohmann::ordered_json check_to_json(const Check& check) {
   return json;
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

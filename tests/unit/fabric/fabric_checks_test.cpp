@@ -10,10 +10,10 @@
 #include <set>
 #include <thread>
 
-#include "launcher/fabric_checks.h"
-#include "launcher/fabric_pingpong.h"
+#include "fabric/checks.h"
+#include "fabric/pingpong.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 FabricFacts erdma_host() {
@@ -281,4 +281,4 @@ TEST(FabricPingPong, NoServerFailsInBoundedTime) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::fabric

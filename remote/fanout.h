@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace xft::launcher {
+namespace xft::remote {
 
 constexpr int kDefaultFanout = 64;
 
@@ -30,4 +30,4 @@ auto fan_out(const std::vector<Item>& items, int width, Task&& task)
   return results;
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

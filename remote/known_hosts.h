@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/expected.h"
-#include "launcher/transport.h"
+#include "remote/transport.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 // How OpenSSH names a host in known_hosts: "addr" on port 22, "[addr]:port" otherwise.
 std::string known_hosts_name(const std::string& address, int port);
@@ -82,4 +82,4 @@ class KnownHostsStore {
   std::mutex mutex_;
 };
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

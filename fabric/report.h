@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/fabric_checks.h"
+#include "fabric/checks.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 
 constexpr std::size_t kFabricReportWidth = 100;
 constexpr std::size_t kFullMatrixHosts = 16;
@@ -54,4 +54,4 @@ std::string summary_line(const std::vector<Check>& checks, std::size_t hosts, st
 std::string format_matrix_for_width(const PairMatrix& matrix, int decimals, std::size_t width = kFabricReportWidth);
 std::string format_matrix_per_host(const PairMatrix& matrix, int decimals);
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

@@ -12,7 +12,7 @@
 #include "common/expected.h"
 #include "inventory/inventory.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 // Asks the user for a secret without echo; `prompt` is shown as is.
 using PromptReader = std::function<Expected<std::string>(const std::string& prompt)>;
@@ -57,4 +57,4 @@ std::string home_directory();
 // ~/.config/xftctl (honours $XDG_CONFIG_HOME).
 std::string xftctl_config_dir();
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "launcher/fabric_report.h"
+#include "fabric/report.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 std::vector<std::string> names(const std::string& prefix, int first, int last) {
@@ -210,4 +210,4 @@ TEST(FabricReport, BandwidthWorstIsTheLowest) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::fabric

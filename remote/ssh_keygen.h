@@ -6,11 +6,11 @@
 
 #include "common/expected.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 // Writes PRIVATE_PATH (0600) and PRIVATE_PATH.pub (0644) with a new ed25519
 // pair; returns the public line "ssh-ed25519 BASE64 COMMENT". Existing files are
 // replaced, so callers check first.
 Expected<std::string> generate_ed25519_key_pair(const std::string& private_path, const std::string& comment);
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

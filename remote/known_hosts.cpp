@@ -1,4 +1,4 @@
-#include "launcher/known_hosts.h"
+#include "remote/known_hosts.h"
 
 #include <libssh/libssh.h>
 #include <openssl/evp.h>
@@ -13,7 +13,7 @@
 
 #include "common/atomic_file.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 std::string lowercase(std::string text) {
@@ -282,4 +282,4 @@ Remote<void> KnownHostsStore::verify(const std::string& label, const std::string
   return {};
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

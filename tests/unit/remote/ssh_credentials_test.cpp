@@ -1,4 +1,4 @@
-#include "launcher/credentials.h"
+#include "remote/credentials.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <thread>
 
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 inventory::Host host_with(std::string user, std::string env, bool prompt) {
@@ -95,4 +95,4 @@ TEST(KeyCandidates, InventoryKeyElseXftctlKeyThenSshKeyWhenPresent) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -1,4 +1,4 @@
-#include "launcher/fanout.h"
+#include "remote/fanout.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-namespace xft::launcher {
+namespace xft::remote {
 
 void run_bounded(std::size_t count, int width, const std::function<void(std::size_t)>& task) {
   std::size_t threads = std::min<std::size_t>(count, static_cast<std::size_t>(std::max(width, 1)));
@@ -34,4 +34,4 @@ void run_bounded(std::size_t count, int width, const std::function<void(std::siz
   if (first_failure) std::rethrow_exception(first_failure);
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

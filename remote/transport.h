@@ -17,7 +17,7 @@
 #include "common/expected.h"
 #include "inventory/inventory.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 
 // Why a remote operation failed; commands map these to exit codes and status
 // words, so the classes are coarse on purpose.
@@ -105,4 +105,4 @@ class Transport {
   virtual Remote<std::unique_ptr<RemoteSession>> connect(const inventory::Host& host) = 0;
 };
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -1,4 +1,4 @@
-#include "launcher/known_hosts.h"
+#include "remote/known_hosts.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "common/atomic_file.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 // Two ed25519 keys and their fingerprints as `ssh-keygen -lf` prints them.
@@ -191,4 +191,4 @@ TEST(KnownHostsStore, KeysAddedByAnotherProcessMeanwhileAreKept) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::remote

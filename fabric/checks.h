@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/fabric_facts.h"
-#include "launcher/fabric_pingpong.h"
+#include "fabric/facts.h"
+#include "fabric/pingpong.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 
 enum class Verdict { pass, warn, fail };
 const char* verdict_name(Verdict verdict);  // "PASS", "WARN", "FAIL"
@@ -73,4 +73,4 @@ std::string format_matrix(const PairMatrix& matrix, int decimals);
 nlohmann::ordered_json matrix_to_json(const PairMatrix& matrix);
 nlohmann::ordered_json check_to_json(const Check& check);
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

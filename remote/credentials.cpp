@@ -1,4 +1,4 @@
-#include "launcher/credentials.h"
+#include "remote/credentials.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 bool file_exists(const std::string& path) {
@@ -98,4 +98,4 @@ std::vector<std::string> key_candidates(const inventory::Host& host) {
   return keys;
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

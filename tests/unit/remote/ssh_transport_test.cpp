@@ -4,7 +4,7 @@
 //   XFT_SSH_TEST_ADDRESS       host address (port 22, user root)
 //   XFT_SSH_TEST_PASSWORD_ENV  name of the variable holding root's password
 //   XFT_SSH_TEST_KNOWN_HOSTS   known_hosts file that already trusts the host
-#include "launcher/ssh_transport.h"
+#include "remote/ssh_transport.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 
 #include "common/atomic_file.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 std::string env(const char* name) {
@@ -170,4 +170,4 @@ TEST_F(SshTransportLive, ClosedPortIsUnreachable) {
 }
 
 }  // namespace
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -1,4 +1,4 @@
-#include "launcher/fabric_report.h"
+#include "fabric/report.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "inventory/load.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 // Placeholders that cannot occur in a check's text.
@@ -337,4 +337,4 @@ std::string format_matrix_for_width(const PairMatrix& matrix, int decimals, std:
   return format_matrix_per_host(matrix, decimals);
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

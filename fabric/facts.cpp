@@ -1,4 +1,4 @@
-#include "launcher/fabric_facts.h"
+#include "fabric/facts.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "launcher/facts.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 std::string trim(const std::string& text) {
@@ -129,7 +129,7 @@ hdr "numactl"; command -v numactl || true
 }
 
 std::map<std::string, std::string> split_sections(const std::string& dump) {
-  auto files = parse_fact_dump(dump);
+  auto files = launcher::parse_fact_dump(dump);
   return {files.begin(), files.end()};
 }
 
@@ -338,4 +338,4 @@ Expected<FabricFacts> parse_fabric_facts(const std::string& dump, const std::str
   return facts;
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

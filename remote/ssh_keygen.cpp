@@ -1,11 +1,11 @@
-#include "launcher/ssh_keygen.h"
+#include "remote/ssh_keygen.h"
 
 #include <libssh/libssh.h>
 #include <memory>
 
 #include "common/atomic_file.h"
 
-namespace xft::launcher {
+namespace xft::remote {
 namespace {
 
 struct FreeKey {
@@ -46,4 +46,4 @@ Expected<std::string> generate_ed25519_key_pair(const std::string& private_path,
   return public_line;
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::remote

@@ -1,4 +1,4 @@
-#include "launcher/fabric_pingpong.h"
+#include "fabric/pingpong.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <cstring>
 #include <memory>
 
-namespace xft::launcher {
+namespace xft::fabric {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -560,4 +560,4 @@ Expected<PingPongReport> report_from_json(const std::string& text) {
   }
 }
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric

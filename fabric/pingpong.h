@@ -18,7 +18,7 @@
 
 #include "common/expected.h"
 
-namespace xft::launcher {
+namespace xft::fabric {
 
 // Why a server stopped. port_in_use: one of its two ports was taken on this
 // host, so the control node can run the pair again on other ports.
@@ -84,4 +84,4 @@ Expected<PingPongReport> run_pingpong_client(const PingPongOptions& options);
 // A plain TCP connect with a deadline: "connected in 0.3 ms" or why not.
 ProbeOutcome probe_tcp(const std::string& address, int port, std::chrono::milliseconds timeout);
 
-}  // namespace xft::launcher
+}  // namespace xft::fabric
