@@ -561,6 +561,17 @@ MHD_Result Impl::queue_answer(Request& request) {
 // Closes connections whose request has not fully arrived by its deadline. The
 // library's own timeout restarts with every byte, so a client trickling one
 // byte at a time would hold its connection for ever without this.
+namespace {
+// What the access log shows of a request cut before its head was complete:
+// the path from the request line, the method only once the head was read.
+HttpRequest head_of(const HttpRequest& partial) {
+  HttpRequest head;
+  head.method = partial.method.empty() ? "-" : partial.method;
+  head.path = partial.path;
+  return head;
+}
+}  // namespace
+
 void Impl::sweep() {
   const auto deadline = options.limits.request_timeout;
   const auto period = std::clamp<Clock::duration>(deadline / 4, std::chrono::milliseconds(10), std::chrono::seconds(1));
@@ -570,16 +581,25 @@ void Impl::sweep() {
            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   }();
   std::unique_lock lock(mutex);
+  std::vector<HttpRequest> timed_out;  // for the access log, told outside the lock
   while (!stopping) {
     changed.wait_for(lock, period);
     const auto now = Clock::now();
     for (auto& [mhd, c] : connections) {
       if ((c->phase != Phase::waiting && c->phase != Phase::receiving) || now - c->waiting_since < deadline) continue;
       // A kept-alive connection with no request started just closes; a started one learns why.
-      if (c->phase == Phase::receiving) ::send(c->fd, kTimeout.data(), kTimeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (c->phase == Phase::receiving) {
+        ::send(c->fd, kTimeout.data(), kTimeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (c->request) timed_out.push_back(head_of(c->request->http));
+      }
       ::shutdown(c->fd, SHUT_RDWR);
       c->phase = Phase::closing;
     }
+    if (timed_out.empty() || !options.answered) continue;
+    lock.unlock();
+    for (const HttpRequest& head : timed_out) options.answered(head, 408);
+    timed_out.clear();
+    lock.lock();
   }
 }
 

@@ -308,6 +308,12 @@ TEST(ServeHttpServer, TheScreenAnswersFromTheHeadAloneAndTheBodyIsNeverRead) {
 TEST(ServeHttpServer, AHeadTrickledByteByByteIsCutAtTheRequestDeadline) {
   HttpOptions options;
   options.limits.request_timeout = 1s;
+  std::mutex told_mutex;
+  std::vector<std::string> told;  // what the access log is given
+  options.answered = [&](const HttpRequest& head, int status) {
+    std::lock_guard lock(told_mutex);
+    told.push_back(head.method + " " + head.path + " " + std::to_string(status));
+  };
   auto server = start(echo(), options);
   Client c(server->port());
   const auto begin = Clock::now();
@@ -324,6 +330,9 @@ TEST(ServeHttpServer, AHeadTrickledByteByByteIsCutAtTheRequestDeadline) {
   EXPECT_EQ(status_line(out), "HTTP/1.1 408 Request Timeout");
   EXPECT_EQ(body_of(out),
             R"({"error":{"code":"timeout","message":"the request did not arrive in time","param":null,"type":"invalid_request_error"}})");
+  server->stop();
+  std::lock_guard lock(told_mutex);
+  EXPECT_EQ(told, std::vector<std::string>{"- / 408"});  // the head never completed: no method yet
 }
 
 TEST(ServeHttpServer, AConnectionThatSendsNothingIsClosedAtTheRequestDeadline) {
