@@ -246,7 +246,11 @@ std::vector<Check> host_checks(const FabricFacts& facts, const HostExpectation& 
     checks.push_back(host_check(facts.host, "libfabric", Verdict::fail, "fi_info not found",
                                 "apt-get install libfabric1 libfabric-bin (dnf install libfabric on Alibaba Cloud Linux)"));
   } else {
-    checks.push_back(host_check(facts.host, "libfabric", Verdict::pass, facts.libfabric_version));
+    // The probe's word; check fabric puts the pair workers' own (version and
+    // file loaded) in its place once pairs ran.
+    std::string observed = facts.libfabric_version;
+    if (!facts.efa_libfabric_dir.empty()) observed += ", EFA's in " + facts.efa_libfabric_dir;
+    checks.push_back(host_check(facts.host, "libfabric", Verdict::pass, observed));
     checks.push_back(provider_check(facts, expect));
   }
   if (is_rdma_provider(expect.provider) && facts.devices.empty())

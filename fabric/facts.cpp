@@ -91,9 +91,24 @@ tool() {
   hdr "\$ $label"
   if command -v "$1" >/dev/null 2>&1; then "$@" 2>&1; echo "[exit $?]"; else echo "[missing]"; fi
 }
-tool "fi_info --version" fi_info --version
-tool "fi_info -l" fi_info -l
-tool "fi_info -p" fi_info -p "$provider" -t FI_EP_RDM
+# EFA's libfabric, when installed, is the one the pair workers load: fi_info
+# answers for it (EFA's fi_info if there, else PATH's run against it).
+fi_info=fi_info
+efa=
+for d in /opt/amazon/efa/lib64 /opt/amazon/efa/lib; do
+  if [ -e "$r$d/libfabric.so.1" ]; then efa=$d; break; fi
+done
+if [ -n "$efa" ]; then
+  hdr "efa libfabric"; echo "$efa"
+  hdr "LD_LIBRARY_PATH"; echo "${LD_LIBRARY_PATH:-}"
+  fi_bin=fi_info
+  [ -x "$r/opt/amazon/efa/bin/fi_info" ] && fi_bin=$r/opt/amazon/efa/bin/fi_info
+  efa_fi_info() { LD_LIBRARY_PATH="$r$efa${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$fi_bin" "$@"; }
+  command -v "$fi_bin" >/dev/null 2>&1 && fi_info=efa_fi_info
+fi
+tool "fi_info --version" $fi_info --version
+tool "fi_info -l" $fi_info -l
+tool "fi_info -p" $fi_info -p "$provider" -t FI_EP_RDM
 hdr "provider"; echo "$provider"
 erdma=
 for d in "$r"/sys/class/infiniband/*; do
@@ -126,6 +141,13 @@ fi
 tool "mpirun --version" mpirun --version
 hdr "numactl"; command -v numactl || true
 )SH";
+}
+
+std::vector<std::string> libfabric_env(const FabricFacts& facts) {
+  if (facts.efa_libfabric_dir.empty()) return {};
+  std::string path = facts.efa_libfabric_dir;
+  if (!facts.ld_library_path.empty()) path += ":" + facts.ld_library_path;
+  return {"env", "LD_LIBRARY_PATH=" + path};
 }
 
 std::map<std::string, std::string> split_sections(const std::string& dump) {
@@ -223,6 +245,8 @@ Expected<FabricFacts> parse_fabric_facts(const std::string& dump, const std::str
   FabricFacts facts;
   facts.host = host;
 
+  facts.efa_libfabric_dir = section(sections, "efa libfabric");
+  facts.ld_library_path = section(sections, "LD_LIBRARY_PATH");
   auto version = tool_run(sections, "fi_info --version");
   facts.have_libfabric = version.present && version.exit_status == 0;
   facts.libfabric_version = parse_libfabric_version(version.output);

@@ -66,6 +66,11 @@ struct FabricFacts {
   std::string endpoint_query;          // the provider asked for (fi_info -p P -t FI_EP_RDM)
   std::vector<FiEndpoint> endpoints;   // its answer
   std::string endpoint_error;          // fi_info's message when it found none
+  // EFA's own libfabric (aws-efa-installer): the directory holding its
+  // libfabric.so.1, /opt/amazon/efa/lib64 or /opt/amazon/efa/lib; empty: none
+  // (the system's). fi_info then ran against it, EFA's fi_info when installed.
+  std::string efa_libfabric_dir;
+  std::string ld_library_path;  // the SSH session's own, read only with EFA's libfabric
   std::vector<RdmaDevice> devices;     // sorted by name
   std::vector<NetInterface> interfaces;  // sorted by name
   std::optional<std::uint64_t> memlock_kib;  // empty: unlimited
@@ -83,6 +88,11 @@ struct FabricFacts {
 // The script; run it as `sh -s -- PROVIDER` with it on stdin. Paths are read
 // under $XFT_FABRIC_ROOT when set (recorded trees in tests), else under /.
 std::string fabric_probe_script();
+
+// The argv prefix that makes a program started on the host load the
+// libfabric its facts name: {"env", "LD_LIBRARY_PATH=EFA_DIR[:the session's]"}
+// with EFA's (its ABI is libfabric.so.1's, so xftctl runs on it), else none.
+std::vector<std::string> libfabric_env(const FabricFacts& facts);
 
 // Splits the script's output into sections ("==> NAME <==" lines).
 std::map<std::string, std::string> split_sections(const std::string& dump);

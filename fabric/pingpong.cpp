@@ -1,6 +1,7 @@
 #include "fabric/pingpong.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -429,6 +430,16 @@ int iterations_for(std::size_t size, int iterations) {
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(iterations), cap)));
 }
 
+LoadedLibfabric loaded_libfabric() {
+  LoadedLibfabric loaded;
+  std::uint32_t api = fi_version();
+  const char* release = fi_tostr("1", FI_TYPE_VERSION);
+  loaded.version = release && *release ? release : std::to_string(FI_MAJOR(api)) + "." + std::to_string(FI_MINOR(api));
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(&fi_getinfo), &where) != 0 && where.dli_fname) loaded.path = where.dli_fname;
+  return loaded;
+}
+
 ProbeOutcome probe_tcp(const std::string& address, int port, std::chrono::milliseconds timeout) {
   auto start = Clock::now();
   auto socket = tcp_connect(address, port, start + timeout);
@@ -490,6 +501,7 @@ Expected<PingPongReport> run_pingpong_client(const PingPongOptions& options) {
   if (options.peer_address.empty() || options.tcp_port <= 0)
     return make_error("the client needs --peer and --tcp-port");
   PingPongReport report;
+  report.libfabric = loaded_libfabric();
   report.tcp = probe_tcp(options.peer_address, options.tcp_port, options.connect_timeout);
   report.ssh = probe_tcp(options.peer_address, options.ssh_port, options.connect_timeout);
 
@@ -537,8 +549,11 @@ nlohmann::json report_to_json(const PingPongReport& report) {
   for (const auto& s : report.sizes)
     sizes.push_back({{"size", s.size}, {"iterations", s.iterations}, {"one_way_us", s.one_way_us},
                      {"bandwidth_gbps", s.bandwidth_gbps}});
-  return {{"tcp", outcome(report.tcp)}, {"ssh", outcome(report.ssh)}, {"fabric", outcome(report.fabric)},
-          {"sizes", sizes}};
+  return {{"tcp", outcome(report.tcp)},
+          {"ssh", outcome(report.ssh)},
+          {"fabric", outcome(report.fabric)},
+          {"sizes", sizes},
+          {"libfabric", {{"version", report.libfabric.version}, {"path", report.libfabric.path}}}};
 }
 
 Expected<PingPongReport> report_from_json(const std::string& text) {
@@ -554,6 +569,8 @@ Expected<PingPongReport> report_from_json(const std::string& text) {
     for (const auto& s : json.at("sizes"))
       report.sizes.push_back({s.at("size").get<std::size_t>(), s.at("iterations").get<int>(),
                               s.at("one_way_us").get<double>(), s.at("bandwidth_gbps").get<double>()});
+    report.libfabric = {json.at("libfabric").at("version").get<std::string>(),
+                        json.at("libfabric").at("path").get<std::string>()};
     return report;
   } catch (const std::exception& e) {
     return make_error(std::string("not a pair-worker report: ") + e.what());

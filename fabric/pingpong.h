@@ -57,11 +57,22 @@ struct ProbeOutcome {
   std::string detail;  // "connected in 0.4 ms", "timed out after 3 s", ...
 };
 
+// The libfabric this process loaded, as the library itself says: its release
+// (fi_tostr of FI_TYPE_VERSION, "1.17.0"; fi_version()'s major.minor when that
+// is empty) and its file (dladdr on fi_getinfo), so a report names what it
+// measured, not what PATH or the probe suggested.
+struct LoadedLibfabric {
+  std::string version;
+  std::string path;  // "/opt/amazon/efa/lib64/libfabric.so.1"
+};
+LoadedLibfabric loaded_libfabric();
+
 struct PingPongReport {
   ProbeOutcome tcp;     // plain TCP to the server's port
   ProbeOutcome ssh;     // TCP to the peer's SSH port
   ProbeOutcome fabric;  // libfabric: first message answered, then every size
   std::vector<SizeResult> sizes;
+  LoadedLibfabric libfabric;  // the client's
 };
 
 nlohmann::json report_to_json(const PingPongReport& report);

@@ -284,6 +284,40 @@ std::string summary_line(const std::vector<Check>& checks, std::size_t hosts, st
          std::to_string(counts[2]) + " FAIL";
 }
 
+namespace {
+
+std::string loaded_text(const LoadedLibfabric& loaded) { return loaded.version + " (" + loaded.path + ")"; }
+
+}  // namespace
+
+std::string format_measured_libfabric(const LoadedByHost& loaded, std::size_t hosts, std::size_t width) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> libraries;  // text -> hosts, first seen first
+  for (const auto& [host, library] : loaded) {
+    std::string text = loaded_text(library);
+    auto same = std::find_if(libraries.begin(), libraries.end(), [&](auto& l) { return l.first == text; });
+    if (same == libraries.end()) libraries.push_back({text, {host}});
+    else same->second.push_back(host);
+  }
+  if (libraries.size() == 1 && libraries.front().second.size() == hosts)
+    return "libfabric measured: " + libraries.front().first + "\n";
+  constexpr std::size_t kIndent = 4;
+  std::string out;
+  for (const auto& [text, names] : libraries) {
+    std::string lead = "libfabric measured: " + text + " on ";
+    // Continuation lines are indented less than the lead, so the lead's room fits them too.
+    auto sets = fold_host_lines(names, width > lead.size() + 20 ? width - lead.size() : 20);
+    out += lead + sets.front() + "\n";
+    for (std::size_t i = 1; i < sets.size(); ++i) out += std::string(kIndent, ' ') + sets[i] + "\n";
+  }
+  return out;
+}
+
+void note_measured_libfabric(std::vector<Check>& checks, const LoadedByHost& loaded) {
+  for (const auto& [host, library] : loaded)
+    for (auto& check : checks)
+      if (check.pair.empty() && check.host == host && check.check == "libfabric") check.observed = loaded_text(library);
+}
+
 std::string format_matrix_per_host(const PairMatrix& matrix, int decimals) {
   std::vector<std::vector<std::string>> rows{{"from", "min", "median", "max", "worst to"}};
   for (std::size_t r = 0; r < matrix.hosts.size(); ++r) {

@@ -48,6 +48,21 @@ std::string format_problems(const std::vector<Check>& checks, std::size_t width 
 // "24 hosts, 552 pairs: 1200 PASS, 2 WARN, 1 FAIL" (pairs: those that ran).
 std::string summary_line(const std::vector<Check>& checks, std::size_t hosts, std::size_t pairs);
 
+// Each host's libfabric as its pair worker (the client) loaded it, hosts in
+// inventory order; hosts whose workers never ran are left out.
+using LoadedByHost = std::vector<std::pair<std::string, LoadedLibfabric>>;
+
+// What the pairs measured with, under the summary: one line when every one of
+// `hosts` loaded the same file ("libfabric measured: 1.17.0 (/usr/lib/...)"),
+// else a line per file naming its hosts as nodesets ("... on h[01,03-04]"),
+// the set folding onto indented lines to stay within `width`. Empty: none.
+std::string format_measured_libfabric(const LoadedByHost& loaded, std::size_t hosts,
+                                      std::size_t width = kFabricReportWidth);
+
+// Each measured host's "libfabric" row says what its worker loaded
+// ("1.17.0 (/opt/amazon/efa/lib64/libfabric.so.1)") in place of the probe's word.
+void note_measured_libfabric(std::vector<Check>& checks, const LoadedByHost& loaded);
+
 // The full matrix (format_matrix) up to kFullMatrixHosts hosts when it fits
 // `width`; else one row per host: min, median and max over the other hosts and
 // the worst of them (or the peers without a figure).

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -60,6 +61,17 @@ TEST(FabricChecks, HealthyErdmaHostPassesEverything) {
   EXPECT_EQ(find(checks, "cc erdma_0").observed, "1 (CUBIC)");
   EXPECT_EQ(find(checks, "nic-numa").observed, "erdma_0 on node 0, ranks on 0");
   EXPECT_EQ(find(checks, "clock").observed, "+0.002 s from the control node");
+}
+
+TEST(FabricChecks, EfasOwnLibfabricIsNamedInTheLibfabricRow) {
+  auto facts = erdma_host();
+  facts.libfabric_version = "1.18.2amzn1.0";
+  facts.efa_libfabric_dir = "/opt/amazon/efa/lib64";
+  auto checks = host_checks(facts, erdma_expectation());
+  const auto& row = find(checks, "libfabric");
+  EXPECT_EQ(row.verdict, Verdict::pass);
+  EXPECT_EQ(row.observed, "1.18.2amzn1.0, EFA's in /opt/amazon/efa/lib64");
+  EXPECT_EQ(find(host_checks(erdma_host(), erdma_expectation()), "libfabric").observed, "1.17.0");
 }
 
 TEST(FabricChecks, CongestionControlNotCubicWarnsWithTheEadmLine) {
@@ -225,6 +237,34 @@ TEST(FabricPingPong, LoopbackTcpRxmMeasuresEverySize) {
   auto round_trip = report_from_json(report_to_json(*report).dump());
   ASSERT_TRUE(round_trip);
   EXPECT_EQ(round_trip->sizes[1].size, 65536u);
+  EXPECT_EQ(round_trip->libfabric.version, report->libfabric.version);
+  EXPECT_EQ(round_trip->libfabric.path, report->libfabric.path);
+}
+
+// The first line of a shell command's output.
+std::string first_output_line(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[4096];
+    if (fgets(buffer, sizeof buffer, pipe)) out = buffer;
+    pclose(pipe);
+  }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// The library this test loaded, as the dynamic loader and fi_info tell it:
+// the file mapped into this process (/proc/self/maps shows its real name,
+// libfabric.so.1.x.y) and the release fi_info prints (the same package).
+TEST(FabricPingPong, LoadedLibfabricIsTheMappedFileAndItsRelease) {
+  auto loaded = loaded_libfabric();
+  std::string mapped = first_output_line("awk '$6 ~ /\\/libfabric\\.so/ { print $6; exit }' /proc/" +
+                                         std::to_string(::getpid()) + "/maps");
+  ASSERT_FALSE(mapped.empty()) << "libfabric not mapped into this process";
+  ASSERT_FALSE(loaded.path.empty());
+  EXPECT_EQ(loaded.path.substr(loaded.path.rfind('/')), "/libfabric.so.1");  // the soname the loader looked up
+  EXPECT_TRUE(std::filesystem::equivalent(loaded.path, mapped)) << loaded.path << " vs " << mapped;
+  EXPECT_EQ(loaded.version, parse_libfabric_version(first_output_line("fi_info --version | grep '^libfabric:'")));
 }
 
 // A socket bound to 127.0.0.1:port, listening, so the server's bind of the same port fails.

@@ -76,6 +76,39 @@ TEST(FabricFacts, MissingUlimitSectionIsAnError) {
   EXPECT_NE(facts.error().message.find("h01: the fabric probe printed no 'ulimit -l' section"), std::string::npos);
 }
 
+// A probe's output on a host with EFA's libfabric, as the script prints it.
+const char* kEfaDump = R"(==> $ fi_info --version <==
+fi_info: 1.18.2amzn1.0
+libfabric: 1.18.2amzn1.0
+libfabric api: 1.18
+[exit 0]
+==> efa libfabric <==
+/opt/amazon/efa/lib64
+==> LD_LIBRARY_PATH <==
+/usr/local/cuda/lib64
+==> ulimit -l <==
+unlimited
+)";
+
+TEST(FabricFacts, EfasLibfabricDirAndTheSessionsLibraryPath) {
+  auto facts = parse_fabric_facts(kEfaDump, "h01");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->efa_libfabric_dir, "/opt/amazon/efa/lib64");
+  EXPECT_EQ(facts->ld_library_path, "/usr/local/cuda/lib64");
+  EXPECT_EQ(facts->libfabric_version, "1.18.2amzn1.0");
+  EXPECT_EQ(libfabric_env(*facts),
+            (std::vector<std::string>{"env", "LD_LIBRARY_PATH=/opt/amazon/efa/lib64:/usr/local/cuda/lib64"}));
+  facts->ld_library_path.clear();
+  EXPECT_EQ(libfabric_env(*facts), (std::vector<std::string>{"env", "LD_LIBRARY_PATH=/opt/amazon/efa/lib64"}));
+}
+
+TEST(FabricFacts, NoEfaLibfabricNoEnvironment) {
+  auto facts = parse_fabric_facts("==> $ fi_info --version <==\nlibfabric: 1.17.0\n[exit 0]\n==> ulimit -l <==\n64\n", "h01");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->efa_libfabric_dir, "");
+  EXPECT_TRUE(libfabric_env(*facts).empty());
+}
+
 // Runs the probe script on a recorded tree with the stub tools first on PATH.
 std::string run_probe(const std::string& scenario, const std::string& provider, const std::string& flavor,
                       const std::string& eadm_conf) {
@@ -97,6 +130,81 @@ std::string run_probe(const std::string& scenario, const std::string& provider, 
   }
   fs::remove_all(bin);
   return out;
+}
+
+// A root with EFA's libfabric.so.1 in LIB_DIR (lib64 or lib) and, when
+// `efa_fi_info`, EFA's own fi_info; a stand-in fi_info on PATH too. Each
+// fi_info says who it is, and answers a version only when run against EFA's
+// library (its directory first on LD_LIBRARY_PATH), as the probe must run it.
+class EfaProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("xft-fabric-unit-efa-" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "bin");
+    std::ofstream(dir_ / "probe.sh") << fabric_probe_script();
+    write_fi_info(dir_ / "bin" / "fi_info", "path");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void install(const std::string& lib_dir, bool efa_fi_info) {
+    fs::create_directories(dir_ / "root" / lib_dir);
+    std::ofstream(dir_ / "root" / lib_dir / "libfabric.so.1") << "";
+    if (efa_fi_info) {
+      fs::create_directories(dir_ / "root/opt/amazon/efa/bin");
+      write_fi_info(dir_ / "root/opt/amazon/efa/bin/fi_info", "efa");
+    }
+  }
+
+  std::string run(const std::string& ld_library_path) {
+    std::string command = "LD_LIBRARY_PATH='" + ld_library_path + "' XFT_FABRIC_ROOT='" + (dir_ / "root").string() +
+                          "' PATH='" + (dir_ / "bin").string() + "':\"$PATH\" sh '" + (dir_ / "probe.sh").string() +
+                          "' 'tcp;ofi_rxm'";
+    std::string out;
+    if (FILE* pipe = popen(command.c_str(), "r")) {
+      char buffer[4096];
+      size_t n;
+      while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+      pclose(pipe);
+    }
+    return out;
+  }
+
+  // Prints "libfabric: 1.18.2amzn1.0-WHO" when EFA's lib dir (under the root) leads LD_LIBRARY_PATH.
+  void write_fi_info(const fs::path& path, const std::string& who) {
+    std::ofstream(path) << "#!/bin/sh\ncase $LD_LIBRARY_PATH in\n  '" << (dir_ / "root").string()
+                        << "'/opt/amazon/efa/lib*) echo 'libfabric: 1.18.2amzn1.0-" << who
+                        << "' ;;\n  *) echo 'libfabric: system' ;;\nesac\n";
+    fs::permissions(path, fs::perms::owner_all);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(EfaProbe, Lib64WithItsOwnFiInfo) {
+  install("opt/amazon/efa/lib64", true);
+  auto facts = parse_fabric_facts(run("/usr/local/cuda/lib64"), "h01");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->efa_libfabric_dir, "/opt/amazon/efa/lib64");
+  EXPECT_EQ(facts->ld_library_path, "/usr/local/cuda/lib64");
+  EXPECT_EQ(facts->libfabric_version, "1.18.2amzn1.0-efa");  // EFA's fi_info, run on EFA's library
+}
+
+TEST_F(EfaProbe, LibWithPathsFiInfo) {
+  install("opt/amazon/efa/lib", false);
+  auto facts = parse_fabric_facts(run(""), "h01");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->efa_libfabric_dir, "/opt/amazon/efa/lib");
+  EXPECT_EQ(facts->ld_library_path, "");
+  EXPECT_EQ(facts->libfabric_version, "1.18.2amzn1.0-path");  // PATH's fi_info, run on EFA's library
+}
+
+TEST_F(EfaProbe, NoEfaLibfabricLeavesFiInfoAlone) {
+  fs::create_directories(dir_ / "root/opt/amazon/efa/bin");  // the tools without the library do not count
+  write_fi_info(dir_ / "root/opt/amazon/efa/bin/fi_info", "efa");
+  auto facts = parse_fabric_facts(run(""), "h01");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->efa_libfabric_dir, "");
+  EXPECT_EQ(facts->libfabric_version, "system");
 }
 
 TEST(FabricFacts, ProbeScriptOnTheErdmaTree) {

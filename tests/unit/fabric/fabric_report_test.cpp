@@ -161,6 +161,52 @@ TEST(FabricReport, SummaryCountsVerdictsHostsAndPairs) {
   EXPECT_EQ(summary_line(checks, 1, 0), "1 host, no pairs: 1 PASS, 1 WARN, 1 FAIL");
 }
 
+const LoadedLibfabric kSystem{"1.17.0", "/lib/x86_64-linux-gnu/libfabric.so.1"};
+const LoadedLibfabric kEfa{"1.18.2amzn1.0", "/opt/amazon/efa/lib64/libfabric.so.1"};
+
+TEST(FabricReport, OneLibfabricOnEveryHostIsOneLine) {
+  LoadedByHost loaded{{"h01", kSystem}, {"h02", kSystem}, {"h03", kSystem}};
+  EXPECT_EQ(format_measured_libfabric(loaded, 3), "libfabric measured: 1.17.0 (/lib/x86_64-linux-gnu/libfabric.so.1)\n");
+  // A host whose worker never ran is not counted as measured.
+  EXPECT_EQ(format_measured_libfabric(loaded, 4),
+            "libfabric measured: 1.17.0 (/lib/x86_64-linux-gnu/libfabric.so.1) on h[01-03]\n");
+  EXPECT_EQ(format_measured_libfabric({}, 4), "");
+}
+
+TEST(FabricReport, DifferentLibfabricsAreALineEachWithTheirHosts) {
+  LoadedByHost loaded{{"h01", kSystem}, {"h02", kEfa}, {"h03", kSystem}, {"h04", kSystem}};
+  EXPECT_EQ(format_measured_libfabric(loaded, 4),
+            "libfabric measured: 1.17.0 (/lib/x86_64-linux-gnu/libfabric.so.1) on h[01,03-04]\n"
+            "libfabric measured: 1.18.2amzn1.0 (/opt/amazon/efa/lib64/libfabric.so.1) on h02\n");
+}
+
+TEST(FabricReport, ManyHostsOfOneLibfabricFoldWithinTheWidth) {
+  LoadedByHost loaded;
+  for (int i = 1; i <= 40; i += 2)  // every other host: no range to fold into
+    loaded.push_back({names("node", i, i).front(), kSystem});
+  loaded.push_back({"a00", kEfa});
+  auto text = format_measured_libfabric(loaded, 41);
+  EXPECT_LE(widest_line(text), kFabricReportWidth) << text;
+  EXPECT_EQ(text.rfind("libfabric measured: 1.17.0 (/lib/x86_64-linux-gnu/libfabric.so.1) on node[01,03,", 0), 0u)
+      << text;
+  EXPECT_NE(text.find("\n    node[") , std::string::npos) << "continuation lines indented: " << text;
+  EXPECT_NE(text.find(",39]\nlibfabric measured: 1.18.2amzn1.0 (/opt/amazon/efa/lib64/libfabric.so.1) on a00\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(FabricReport, MeasuredLibfabricReplacesTheProbesWordInTheHostRow) {
+  std::vector<Check> checks{{"h01", "", "libfabric", Verdict::pass, "1.17.0", ""},
+                            {"h02", "", "libfabric", Verdict::pass, "1.18.2amzn1.0, EFA's in /opt/amazon/efa/lib64", ""},
+                            {"h03", "", "libfabric", Verdict::pass, "1.17.0", ""},
+                            {"", "h01 -> h02", "libfabric", Verdict::pass, "12.0 us at 8 B", ""}};
+  note_measured_libfabric(checks, {{"h01", kSystem}, {"h02", kEfa}});
+  EXPECT_EQ(checks[0].observed, "1.17.0 (/lib/x86_64-linux-gnu/libfabric.so.1)");
+  EXPECT_EQ(checks[1].observed, "1.18.2amzn1.0 (/opt/amazon/efa/lib64/libfabric.so.1)");
+  EXPECT_EQ(checks[2].observed, "1.17.0");  // its worker never ran: the probe's word stays
+  EXPECT_EQ(checks[3].observed, "12.0 us at 8 B");
+}
+
 PairMatrix latency_matrix(std::size_t n) {
   PairMatrix m{"latency, 8 B, one way (us; row: from, column: to)", names("node", 1, static_cast<int>(n)), {}, false, {}, 0};
   m.values.assign(n, std::vector<std::optional<double>>(n));
