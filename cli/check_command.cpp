@@ -162,17 +162,19 @@ std::string worker_fix(int exit_status, const std::string& host, const std::stri
   return "run `FI_LOG_LEVEL=warn fi_info -p '" + provider + "' -t FI_EP_RDM` on " + host;
 }
 
-std::vector<std::string> worker_command(const FabricFlags& flags, const std::string& role,
-                                        const std::string& provider, const std::string& local,
-                                        const std::string& peer, int port) {
+// `env` first: the host's libfabric (EFA's) on LD_LIBRARY_PATH (fabric::libfabric_env).
+std::vector<std::string> worker_command(const FabricFlags& flags, const std::vector<std::string>& env,
+                                        const std::string& role, const std::string& provider,
+                                        const std::string& local, const std::string& peer, int port) {
   std::string sizes;
   for (const auto& s : flags.sizes) sizes += (sizes.empty() ? "" : ",") + s;
-  std::vector<std::string> command{flags.remote_xftctl.empty() ? self_path() : flags.remote_xftctl,
+  std::vector<std::string> command = env;
+  command.insert(command.end(), {flags.remote_xftctl.empty() ? self_path() : flags.remote_xftctl,
                                    "check", "pair-worker", "--role", role, "--provider", provider,
                                    "--local", local, "--tcp-port", std::to_string(port),
                                    "--fabric-port", std::to_string(port + 1), "--sizes", sizes,
                                    "--iterations", std::to_string(flags.iterations),
-                                   "--pair-timeout", std::to_string(flags.pair_timeout_s)};
+                                   "--pair-timeout", std::to_string(flags.pair_timeout_s)});
   if (!peer.empty()) {
     command.push_back("--peer");
     command.push_back(peer);
@@ -196,6 +198,10 @@ std::string fabric_address(const HostProbe& probe) {
   return probe.host.address;
 }
 
+std::vector<std::string> libfabric_env(const HostProbe& probe) {
+  return probe.facts ? fabric::libfabric_env(*probe.facts) : std::vector<std::string>{};
+}
+
 PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, int port) {
   PairRun pair{from.host.name, to.host.name, std::nullopt, "", ""};
   std::string provider = provider_of(flags, from.host);
@@ -206,7 +212,8 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
   std::atomic<bool> server_done{false};
   std::thread server([&] {
     auto run = to.session->run(
-        launcher::shell_join(worker_command(flags, "server", provider, fabric_address(to), "", port)), options);
+        launcher::shell_join(worker_command(flags, libfabric_env(to), "server", provider, fabric_address(to), "", port)),
+        options);
     if (!run) server_error = run.error().message;
     else if ((server_status = run->exit_status) != 0) server_error = first_line(run->err);
     server_done = true;
@@ -229,7 +236,8 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
     return pair;
   }
   auto client = from.session->run(
-      launcher::shell_join(worker_command(flags, "client", provider, fabric_address(from), fabric_address(to), port)),
+      launcher::shell_join(worker_command(flags, libfabric_env(from), "client", provider, fabric_address(from),
+                                          fabric_address(to), port)),
       options);
   if (!client) {
     pair.error = client.error().message;
@@ -373,7 +381,8 @@ void print_check_table(const std::vector<fabric::Check>& checks, bool pairs) {
 // Default: the problems folded, the summary, the matrices (per host past 16
 // hosts); --all: every row, each matrix in full.
 void print_report(const std::vector<fabric::Check>& checks, bool all, std::size_t hosts, std::size_t pairs,
-                  const fabric::PairMatrix& latency, const fabric::PairMatrix& bandwidth) {
+                  const fabric::PairMatrix& latency, const fabric::PairMatrix& bandwidth,
+                  const fabric::LoadedByHost& loaded) {
   if (all) {
     print_check_table(checks, false);
     print_check_table(checks, true);
@@ -381,6 +390,7 @@ void print_report(const std::vector<fabric::Check>& checks, bool all, std::size_
     std::printf("%s\n", problems.c_str());
   }
   std::printf("%s\n", fabric::summary_line(checks, hosts, pairs).c_str());
+  std::printf("%s", fabric::format_measured_libfabric(loaded, hosts).c_str());
   if (pairs == 0) return;
   auto matrix = [all](const fabric::PairMatrix& m, int decimals) {
     return all ? fabric::format_matrix(m, decimals) : fabric::format_matrix_for_width(m, decimals);
@@ -449,6 +459,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
   latency.values.assign(n, std::vector<std::optional<double>>(n));
   bandwidth.values.assign(n, std::vector<std::optional<double>>(n));
   std::size_t pairs_ran = 0;
+  fabric::LoadedByHost loaded;  // what each host's client worker measured with
   if (!flags.no_pairs && n >= 2) {
     int base = flags.port;
     if (base == 0) base = random_even_port(kFirstDefaultPort, kDefaultPortSpan);
@@ -483,6 +494,8 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
       for (std::size_t b = 0; b < n; ++b) {
         auto& pair = runs[a * n + b];
         if (!pair) continue;
+        if (pair->report && !pair->report->libfabric.path.empty() && (loaded.empty() || loaded.back().first != pair->from))
+          loaded.emplace_back(pair->from, pair->report->libfabric);
         std::string provider = provider_of(flags, probes[a].host);
         if (!pair->report) {
           checks.push_back({"", pair->from + " -> " + pair->to, "pair-worker", fabric::Verdict::fail, pair->error,
@@ -502,6 +515,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
     auto thin = fabric::outlier_checks(bandwidth, "bandwidth", "GB/s");
     checks.insert(checks.end(), slow.begin(), slow.end());
     checks.insert(checks.end(), thin.begin(), thin.end());
+    fabric::note_measured_libfabric(checks, loaded);
   }
 
   int counts[3] = {0, 0, 0};
@@ -511,6 +525,8 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
     out["checks"] = nlohmann::ordered_json::array();
     for (const auto& c : checks) out["checks"].push_back(fabric::check_to_json(c));
     if (pairs_ran) {
+      out["libfabric"] = nlohmann::ordered_json::object();
+      for (const auto& [host, library] : loaded) out["libfabric"][host] = {{"version", library.version}, {"path", library.path}};
       out["latency_us"] = fabric::matrix_to_json(latency);
       out["bandwidth_gbps"] = fabric::matrix_to_json(bandwidth);
     }
@@ -518,7 +534,7 @@ void run_check_fabric(Context& ctx, FabricFlags& flags) {
                       {"pairs", pairs_ran}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    print_report(checks, flags.all, n, pairs_ran, latency, bandwidth);
+    print_report(checks, flags.all, n, pairs_ran, latency, bandwidth, loaded);
   }
   std::fflush(stdout);
   if (!why_no_plan.empty())
