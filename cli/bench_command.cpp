@@ -15,6 +15,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cli/allreduce_selection.h"
 #include "cli/command.h"
 #include "cli/rank_launch.h"
 #include "cli/reach_options.h"
@@ -48,6 +49,7 @@ struct BenchFlags {
   bool dry_run = false;
   int cores_per_rank = 0;
   std::string ranks;  // per-host ranks override for the inventory plan
+  std::string hostfile;
   std::vector<std::string> env;  // -x
   ReachFlags reach;
   // Hidden: the rank side, and failure injection for the tests.
@@ -96,9 +98,6 @@ Expected<void> validate(const BenchFlags& f) {
     if (!comm::parse_dtype(d)) return make_error("--dtype " + d + ": use float32 or bfloat16");
   if (!comm::is_bench_format(f.format))
     return make_error("--format " + f.format + ": use oneccl, nccl, json or csv");
-  for (const auto& a : f.algos)
-    if (a != "auto" && a != "all")
-      if (auto s = comm::Selection::parse(a); !s) return make_error("--algo " + a + ": " + s.error().message);
   for (const auto& c : f.check_counts)
     if (auto b = comm::parse_byte_size(c); !b) return make_error("--check-counts " + c + ": " + b.error().message);
   if (f.timeout_s <= 0) return make_error("--stall-timeout must be positive");
@@ -179,6 +178,7 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
   PlanFlags plan_flags;
   plan_flags.local_ranks = f.local;
   plan_flags.ranks = f.ranks;
+  plan_flags.hostfile = f.hostfile;
   plan_flags.cores_per_rank = f.cores_per_rank;
   plan_flags.env = f.env;
   RankRun run;
@@ -205,19 +205,25 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
 
 // oneCCL users set CCL_ALLREDUCE; with no --algo it is the selection to run.
 // Every oneCCL-only name in it is said once, with what runs instead.
-void adopt_oneccl_selection(BenchFlags& f) {
+Expected<void> adopt_oneccl_selection(BenchFlags& f) {
   if (f.algos.empty() && !f.check)
     if (const char* env = std::getenv("CCL_ALLREDUCE"); env && *env) {
+      if (auto ok = check_allreduce_selection("CCL_ALLREDUCE", env); !ok) return ok;
       f.algos = {env};
       spdlog::info("bench allreduce: --algo from CCL_ALLREDUCE={}", env);
     }
-  for (const auto& a : f.algos)
-    for (const auto& note : comm::oneccl_alias_notes(a))
-      spdlog::info("bench allreduce: {}", note);
+  for (const auto& a : f.algos) {
+    if (auto ok = check_allreduce_selection("--algo", a, true); !ok) return ok;
+    for (const auto& note : comm::oneccl_alias_notes(a)) spdlog::info("bench allreduce: {}", note);
+  }
+  return {};
 }
 
 int run_control(const Context& ctx, BenchFlags& f) {
-  adopt_oneccl_selection(f);
+  if (auto adopted = adopt_oneccl_selection(f); !adopted) {
+    spdlog::error("bench allreduce: {}", adopted.error().message);
+    return exit_error;
+  }
   if (auto ok = validate(f); !ok) {
     spdlog::error("bench allreduce: {}", ok.error().message);
     return exit_error;
@@ -260,6 +266,7 @@ void add_bench_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--cores-per-rank", flags->cores_per_rank, "cap on cores per rank in the plan");
   cmd->add_option("--ranks-per-host", flags->ranks, "override the inventory's ranks: N, per-socket or per-numa");
+  add_hostfile_flag(*cmd, flags->hostfile);
   cmd->add_flag("--dry-run", flags->dry_run, "print the mpirun command and exit");
   cmd->add_option("-x,--env", flags->env,
                   "VAR=VALUE for every rank (PSM3_*, FI_*), or VAR: its value from xftctl's environment, which "

@@ -15,7 +15,9 @@
 
 #include "remote/ssh_transport.h"
 #include "launcher/mpirun.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
+#include "inventory/load.h"
 
 namespace xft::cli {
 
@@ -56,9 +58,24 @@ Expected<PlannedRanks> plan_this_machine(const PlanFlags& flags, const launcher:
   return PlannedRanks{std::move(*plan), {}, {}};
 }
 
+// The inventory's hosts the hostfile names, in its order, with its slots.
+Expected<std::vector<inventory::Host>> load_hostfile_hosts(const std::string& inventory_flag,
+                                                           const std::string& hostfile) {
+  auto path = inventory::locate_inventory(inventory_flag);
+  if (!path) return path.error();
+  auto loaded = inventory::load_inventory(*path);
+  if (!loaded) return loaded.error();
+  auto text = read_file(hostfile);
+  if (!text)
+    return make_error("--hostfile: " + text.error().message +
+                      " (give an MPI hostfile, e.g. /etc/xftctl/hostfile from setup hosts)");
+  return launcher::hosts_from_hostfile(*loaded, *text, hostfile);
+}
+
 Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                       const launcher::PlanOptions& options, int& failure_code) {
-  auto hosts = load_selected_hosts(ctx.inventory_flag, reach.hosts);
+  auto hosts = flags.hostfile.empty() ? load_selected_hosts(ctx.inventory_flag, reach.hosts)
+                                      : load_hostfile_hosts(ctx.inventory_flag, flags.hostfile);
   if (!hosts) return hosts.error();
   auto transport = make_ssh_transport(reach);
   launcher::FactsRequest request;
@@ -85,17 +102,26 @@ void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--sysfs-root", flags.sysfs_root, "read sysfs/procfs under DIR (a recorded tree) instead of /")
       ->capture_default_str();
   cmd.add_option("--ranks-per-host", flags.ranks, "N, per-socket or per-numa (default: the inventory's ranks)");
-  cmd.add_option("--comm-cores", flags.comm_cores, "cores per rank reserved for communication threads")
-      ->check(CLI::Range(0, 4096));
+  add_hostfile_flag(cmd, flags.hostfile);
+  // For scripts carried over from CCL_WORKER_COUNT; plan_for says it is ignored.
+  cmd.add_option("--comm-cores", flags.comm_cores, "ignored: allreduce runs on the compute threads")
+      ->check(CLI::Range(0, 4096))
+      ->group("");
   cmd.add_flag("--smt", flags.smt, "also bind hyperthread siblings (default: one CPU per physical core)");
   cmd.add_option("--cores-per-rank", flags.cores_per_rank, "at most N cores per rank (0: no cap)")
       ->check(CLI::Range(0, 65536));
   cmd.add_flag("--refresh", flags.refresh, "probe the hosts again instead of using cached facts");
 }
 
+void add_hostfile_flag(CLI::App& cmd, std::string& hostfile) {
+  cmd.add_option("--hostfile", hostfile,
+                 "the inventory hosts FILE names (`NAME slots=N` lines: DeepSpeed's or Open MPI's hostfile, "
+                 "or /etc/xftctl/hostfile from setup hosts), in its order, with slots=N ranks each; "
+                 "not with --hosts");
+}
+
 Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
   launcher::PlanOptions options;
-  options.comm_cores = flags.comm_cores;
   options.smt = flags.smt;
   options.cores_per_rank = flags.cores_per_rank;
   if (!flags.ranks.empty()) {
@@ -106,9 +132,30 @@ Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
   return options;
 }
 
+namespace {
+
+// --hostfile is a host selection of its own: with --hosts or a plan on this
+// machine one of the two would be silently dropped.
+Expected<void> check_hostfile_alone(const PlanFlags& flags, const ReachFlags& reach) {
+  if (flags.hostfile.empty()) return {};
+  if (!reach.hosts.empty())
+    return make_error("--hostfile and --hosts both select hosts: give one of them (the hostfile's hosts, in its "
+                      "order, or an inventory pattern)");
+  if (flags.local || flags.local_ranks > 0)
+    return make_error("--hostfile selects inventory hosts, --local this machine: give one of them");
+  return {};
+}
+
+}  // namespace
+
 Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                 int& failure_code) {
+  failure_code = exit_usage;
+  if (auto alone = check_hostfile_alone(flags, reach); !alone) return alone.error();
   failure_code = exit_error;
+  if (flags.comm_cores >= 0)
+    spdlog::warn("--comm-cores is ignored: xftctl runs no communication threads (allreduce runs on the compute "
+                 "threads), so every core computes");
   auto options = plan_options(flags);
   if (!options) return options.error();
   Expected<PlannedRanks> planned = Error{""};

@@ -25,7 +25,8 @@ struct PlanFlags {
   int local_ranks = 0;        // --local N: N ranks on this machine, no inventory
   std::string sysfs_root = "/";
   std::string ranks;          // --ranks-per-host; empty: the inventory's value
-  int comm_cores = 0;
+  std::string hostfile;       // --hostfile: its hosts, in its order, with its slots as ranks
+  int comm_cores = -1;        // --comm-cores, accepted and ignored (-1: not given)
   bool smt = false;
   int cores_per_rank = 0;
   bool refresh = false;
@@ -35,8 +36,11 @@ struct PlanFlags {
   std::vector<std::string> env;
 };
 
-// --sysfs-root, --ranks-per-host, --comm-cores, --smt, --cores-per-rank, --refresh.
+// --sysfs-root, --ranks-per-host, --hostfile, --smt, --cores-per-rank,
+// --refresh, and the hidden --comm-cores.
 void add_plan_flags(CLI::App& command, PlanFlags& flags);
+// --hostfile FILE alone, for commands with their own plan flags.
+void add_hostfile_flag(CLI::App& command, std::string& hostfile);
 Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags);
 // -x,--env NAME=VALUE or NAME (repeatable) for every rank, into flags.env.
 void add_env_flag(CLI::App& command, PlanFlags& flags);
@@ -51,8 +55,9 @@ struct PlannedRanks {
 };
 
 // The plan for --local N, for this machine (flags.local), or for the
-// inventory's hosts (facts cached or probed over SSH). On error,
-// failure_code says which exit code fits (unreachable host, failed host, bad input).
+// inventory's hosts (--hosts or --hostfile picks which; facts cached or
+// probed over SSH). On error, failure_code says which exit code fits
+// (unreachable host, failed host, bad input, a usage error).
 Expected<PlannedRanks> plan_for(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                 int& failure_code);
 

@@ -172,9 +172,9 @@ void run_rank_probe() {
     const char* v = std::getenv(name);
     return std::string(v ? v : "-");
   };
-  std::printf("rank=%s local_rank=%s host=%s cpus=%s omp=%s comm=%s\n", env("OMPI_COMM_WORLD_RANK").c_str(),
+  std::printf("rank=%s local_rank=%s host=%s cpus=%s omp=%s\n", env("OMPI_COMM_WORLD_RANK").c_str(),
               env("OMPI_COMM_WORLD_LOCAL_RANK").c_str(), this_hostname().c_str(),
-              launcher::format_cpu_list(cpus).c_str(), env("OMP_NUM_THREADS").c_str(), env("XFT_COMM_CPUS").c_str());
+              launcher::format_cpu_list(cpus).c_str(), env("OMP_NUM_THREADS").c_str());
   std::fflush(stdout);
 }
 

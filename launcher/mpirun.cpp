@@ -248,7 +248,6 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     out.insert(out.end(), {"-np", "1", "-H", rank.address + ":" + std::to_string(slots[rank.address])});
     // -x is per app context in Open MPI, so every context carries the whole environment.
     out.insert(out.end(), {"-x", "OMP_NUM_THREADS=" + std::to_string(rank.omp_threads())});
-    if (!rank.comm_cpus.empty()) out.insert(out.end(), {"-x", "XFT_COMM_CPUS=" + format_cpu_list(rank.comm_cpus)});
     for (const auto& [name, value] : env_by_host[rank.host]) out.insert(out.end(), {"-x", name + "=" + value});
     for (const auto& name : spec.pass_env) out.insert(out.end(), {"-x", name});
     for (const auto& t : rank.numactl_tokens()) out.push_back(t);

@@ -1,6 +1,9 @@
 #include "launcher/topology.h"
 
+#include "inventory/deepspeed.h"
+#include "inventory/grammar.h"
 #include "inventory/load.h"
+#include "inventory/yaml_errors.h"
 
 #include <algorithm>
 #include <climits>
@@ -172,16 +175,9 @@ Expected<std::vector<CoreGroup>> rank_groups(const PlanHost& host, const invento
 
 }  // namespace
 
-std::vector<int> RankPlacement::bound_cpus() const {
-  std::vector<int> all = cpus;
-  all.insert(all.end(), comm_cpus.begin(), comm_cpus.end());
-  std::sort(all.begin(), all.end());
-  return all;
-}
-
 std::vector<std::string> RankPlacement::numactl_tokens() const {
   std::vector<int> nodes = memory_nodes;
-  return {"numactl", "-C", format_cpu_list(bound_cpus()), "-m", format_cpu_list(nodes)};
+  return {"numactl", "-C", format_cpu_list(cpus), "-m", format_cpu_list(nodes)};
 }
 
 std::string RankPlan::transport(int from, int to) const {
@@ -191,6 +187,49 @@ std::string RankPlan::transport(int from, int to) const {
   for (const auto& h : hosts)
     if (h.name == a.host) return h.fabric_provider.empty() ? "tcp;ofi_rxm" : h.fabric_provider;
   return "tcp;ofi_rxm";
+}
+
+namespace {
+
+constexpr const char* kHostfileLineForm =
+    "hostfile lines read NAME, NAME slots=N or NAME slots=N max_slots=M, e.g. h01 slots=2";
+
+std::string not_in_inventory(const inventory::Inventory& inventory, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& host : inventory.hosts) names.push_back(host.name);
+  std::string guess = inventory::closest_match(name, names);
+  return inventory::quoted_value(name) + " is not a host of " + inventory.path +
+         (guess.empty() ? " (add it there or remove the line)"
+                        : " (did you mean " + inventory::quoted_value(guess) + "? or add it there)");
+}
+
+}  // namespace
+
+Expected<std::vector<inventory::Host>> hosts_from_hostfile(const inventory::Inventory& inventory,
+                                                           const std::string& text, const std::string& path) {
+  inventory::ErrorList errors(path);
+  std::vector<inventory::Host> hosts;
+  std::set<std::string> chosen;
+  for (const auto& line : inventory::read_hostfile_lines(text, errors, false, kHostfileLineForm)) {
+    const inventory::Host* host = inventory.find(line.name);
+    if (!host) {
+      errors.add(line.line, line.column, "host", not_in_inventory(inventory, line.name));
+      continue;
+    }
+    // A name and an address of one host on two lines would start its ranks twice.
+    if (!chosen.insert(host->name).second) {
+      errors.add(line.line, line.column, "host",
+                 inventory::quoted_value(line.name) + " is host " + inventory::quoted_value(host->name) +
+                     " again (keep one line per host)");
+      continue;
+    }
+    hosts.push_back(*host);
+    if (line.slots) hosts.back().ranks = inventory::Ranks{inventory::RanksKind::count, *line.slots};
+  }
+  if (hosts.empty() && errors.empty())
+    errors.add(0, 0, "hosts", "the file lists no hosts (write one NAME or NAME slots=N line per host)");
+  if (!errors.empty()) return errors.to_error();
+  return hosts;
 }
 
 Expected<inventory::Ranks> parse_ranks(const std::string& text) {
@@ -223,7 +262,6 @@ std::string ranks_to_string(const inventory::Ranks& ranks) {
 }
 
 Expected<std::vector<RankPlacement>> plan_host(const PlanHost& host, const PlanOptions& options) {
-  if (options.comm_cores < 0) return make_error("--comm-cores must not be negative");
   std::vector<Core> cores = usable_cores(host.facts, options.smt);
   if (cores.empty())
     return make_error(host_label(host) + ": no online CPU is allowed by its cpuset/affinity; check " +
@@ -238,19 +276,12 @@ Expected<std::vector<RankPlacement>> plan_host(const PlanHost& host, const PlanO
     p.host = host.name;
     p.address = host.address;
     p.local_rank = static_cast<int>(placements.size());
-    int compute = static_cast<int>(group.size()) - options.comm_cores;
-    if (compute < 1)
-      return make_error(host_label(host) + ": local rank " + std::to_string(p.local_rank) + " gets " +
-                        std::to_string(group.size()) + " cores; --comm-cores " + std::to_string(options.comm_cores) +
-                        " leaves none for compute; use fewer ranks or comm cores");
     std::set<int> memory;
-    for (int i = 0; i < static_cast<int>(group.size()); ++i) {
-      auto& into = i < compute ? p.cpus : p.comm_cpus;
-      into.insert(into.end(), group[i].cpus.begin(), group[i].cpus.end());
-      memory.insert(memory_node_for(host.facts, group[i].node));
+    for (const auto& core : group) {
+      p.cpus.insert(p.cpus.end(), core.cpus.begin(), core.cpus.end());
+      memory.insert(memory_node_for(host.facts, core.node));
     }
     std::sort(p.cpus.begin(), p.cpus.end());
-    std::sort(p.comm_cpus.begin(), p.comm_cpus.end());
     p.numa_node = group.front().node;
     p.memory_nodes.assign(memory.begin(), memory.end());
     placements.push_back(std::move(p));
@@ -366,7 +397,7 @@ std::string format_compact_rank_map(const RankPlan& plan) {
     for (const auto& r : plan.ranks)
       if (r.host == h.name)
         rows.push_back({std::to_string(r.local_rank), std::to_string(r.numa_node), std::to_string(r.omp_threads()),
-                        r.comm_cpus.empty() ? "-" : format_cpu_list(r.comm_cpus), join(r.numactl_tokens(), " ")});
+                        join(r.numactl_tokens(), " ")});
     auto found = std::find_if(layouts.begin(), layouts.end(), [&](auto& l) { return l.first == rows; });
     if (found == layouts.end()) layouts.push_back({rows, {h.name}});
     else found->second.push_back(h.name);
@@ -377,7 +408,7 @@ std::string format_compact_rank_map(const RankPlan& plan) {
     parts.back() += ": " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host, " : " hosts, ") +
                     std::to_string(rows.size()) + (rows.size() == 1 ? " rank each" : " ranks each");
     out << "\n" << wrap_items(parts, "", kCompactWidth);
-    std::vector<std::vector<std::string>> table_rows = {{"LOCAL", "NUMA", "OMP_NUM_THREADS", "COMM_CPUS", "BINDING"}};
+    std::vector<std::vector<std::string>> table_rows = {{"LOCAL", "NUMA", "OMP_NUM_THREADS", "BINDING"}};
     table_rows.insert(table_rows.end(), rows.begin(), rows.end());
     std::istringstream lines(table(table_rows, "  "));
     for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
@@ -415,11 +446,10 @@ std::string format_rank_map(const RankPlan& plan) {
 
   out << "Bindings\n";
   std::vector<std::vector<std::string>> binds = {
-      {"RANK", "HOST", "LOCAL", "NUMA", "OMP_NUM_THREADS", "COMM_CPUS", "BINDING"}};
+      {"RANK", "HOST", "LOCAL", "NUMA", "OMP_NUM_THREADS", "BINDING"}};
   for (const auto& r : plan.ranks)
     binds.push_back({std::to_string(r.rank), r.host, std::to_string(r.local_rank), std::to_string(r.numa_node),
-                     std::to_string(r.omp_threads()), r.comm_cpus.empty() ? "-" : format_cpu_list(r.comm_cpus),
-                     join(r.numactl_tokens(), " ")});
+                     std::to_string(r.omp_threads()), join(r.numactl_tokens(), " ")});
   out << table(binds, "  ");
   return out.str();
 }
@@ -437,7 +467,7 @@ nlohmann::json plan_to_json(const RankPlan& plan) {
   for (const auto& r : plan.ranks)
     ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"address", r.address}, {"local_rank", r.local_rank},
                      {"numa_node", r.numa_node}, {"memory_nodes", r.memory_nodes}, {"cpus", r.cpus},
-                     {"comm_cpus", r.comm_cpus}, {"omp_num_threads", r.omp_threads()},
+                     {"omp_num_threads", r.omp_threads()},
                      {"numactl", join(r.numactl_tokens(), " ")}});
   json transport = json::array();
   for (const auto& a : plan.ranks) {

@@ -17,7 +17,6 @@ namespace xft::launcher {
 
 struct PlanOptions {
   std::optional<inventory::Ranks> ranks;  // overrides every host's inventory value
-  int comm_cores = 0;       // cores per rank reserved for communication threads (its last ones)
   bool smt = false;         // also use hyperthread siblings
   int cores_per_rank = 0;   // cap, 0 = no cap
 };
@@ -40,10 +39,10 @@ struct RankPlacement {
   int local_rank = 0;
   int numa_node = 0;               // node of the rank's first core
   std::vector<int> memory_nodes;   // what -m binds: nodes with memory nearest the rank's cores
-  std::vector<int> cpus;           // compute CPUs (OMP threads), OS ids
-  std::vector<int> comm_cpus;      // reserved for communication threads
+  // Every bound CPU computes (OMP threads, OS ids): allreduce runs on these
+  // threads inside each layer step, so no core is kept for communication.
+  std::vector<int> cpus;
   int omp_threads() const { return static_cast<int>(cpus.size()); }
-  std::vector<int> bound_cpus() const;  // cpus + comm_cpus, what numactl -C gets
   // {"numactl", "-C", "0-3", "-m", "0"}
   std::vector<std::string> numactl_tokens() const;
 };
@@ -55,6 +54,13 @@ struct RankPlan {
   // "shm" between ranks of one host, the fabric provider across hosts.
   std::string transport(int from, int to) const;
 };
+
+// The inventory hosts a hostfile (DeepSpeed's `NAME slots=N`, Open MPI's
+// `NAME slots=N max_slots=M`, or a bare NAME) names, matched by name or
+// address, in the file's order, which becomes the rank order. slots=N sets
+// that host's ranks. Errors: every problem as "path:line:col: what (fix)".
+Expected<std::vector<inventory::Host>> hosts_from_hostfile(const inventory::Inventory& inventory,
+                                                           const std::string& text, const std::string& path);
 
 // "4", "per-socket", "per-numa".
 Expected<inventory::Ranks> parse_ranks(const std::string& text);

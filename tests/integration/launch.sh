@@ -63,7 +63,7 @@ out=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --timeout 60 -- "$XFTCTL" ra
 expect_eq "local: each rank's affinity equals the plan" \
   "$(echo "$plan" | awk -v h="$me" '{print $1, h, $2}')" "$(echo "$out" | reported_cpus)"
 expect_contains "local: rank lines are tagged with rank and host" "[1 $me] rank=1 local_rank=1 host=$me" "$out"
-expect_contains "local: OMP_NUM_THREADS is the rank's core count" "omp=1 comm=-" "$out"
+expect_eq "local: OMP_NUM_THREADS is the rank's core count (every bound core computes)" 2 "$(grep -c ' cpus=[0-9]* omp=1$' <<<"$out")"
 
 dry=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --dry-run -- "$XFTCTL" rank-probe)
 root_flag=$([[ $(id -u) == 0 ]] && echo " --allow-run-as-root" || true)

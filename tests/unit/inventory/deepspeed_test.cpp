@@ -52,6 +52,17 @@ TEST(ImportDeepSpeed, PasswordEnvForHostsWithoutKeys) {
             "  - name: localhost\n");
 }
 
+// Open MPI's form of the line: max_slots is read and ignored (no more ranks than slots start).
+TEST(ImportDeepSpeed, OpenMpiMaxSlotsIsRead) {
+  auto imported = import_deepspeed("w1 slots=2 max_slots=8\n", "hostfile");
+  ASSERT_TRUE(imported) << imported.error().message;
+  EXPECT_EQ(to_yaml(imported->inventory),
+            "defaults:\n"
+            "  ranks: 2\n"
+            "hosts:\n"
+            "  - name: w1\n");
+}
+
 TEST(ImportDeepSpeed, Errors) {
   EXPECT_EQ(import_error("worker-1\n"),
             "hostfile:1:1: host: `worker-1` has no slots=N (DeepSpeed hostfile lines read NAME slots=N, e.g. "

@@ -18,21 +18,20 @@ namespace xft::launcher {
 namespace {
 
 RankPlacement rank(int id, const std::string& host, const std::string& address, std::vector<int> cpus,
-                   std::vector<int> comm, std::vector<int> mem) {
+                   std::vector<int> mem) {
   RankPlacement r;
   r.rank = id;
   r.host = host;
   r.address = address;
   r.cpus = std::move(cpus);
-  r.comm_cpus = std::move(comm);
   r.memory_nodes = std::move(mem);
   return r;
 }
 
 RankPlan two_hosts() {
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0, 2, 4}, {6}, {0}), rank(1, "h01", "10.9.0.11", {8, 10, 12}, {14}, {0}),
-                rank(2, "h02", "10.9.0.12", {0, 1, 2, 3}, {}, {0, 1})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0, 2, 4, 6}, {0}), rank(1, "h01", "10.9.0.11", {8, 10, 12, 14}, {0}),
+                rank(2, "h02", "10.9.0.12", {0, 1, 2, 3}, {0, 1})};
   return plan;
 }
 
@@ -59,11 +58,11 @@ TEST(Mpirun, OpenMpi41TcpTokens) {
       "--mca", "oob_tcp_if_include", "10.9.0.0/24",
       "--mca", "plm_rsh_agent", "/bin/sh /tmp/xftctl-launch.AbC123/mpirun-ssh",
       "--mca", "plm_rsh_no_tree_spawn", "1",
-      "-np", "1", "-H", "10.9.0.11:2", "-x", "OMP_NUM_THREADS=3", "-x", "XFT_COMM_CPUS=6",
+      "-np", "1", "-H", "10.9.0.11:2", "-x", "OMP_NUM_THREADS=4",
       "-x", "FI_PROVIDER=tcp;ofi_rxm", "-x", "FI_TCP_IFACE=eth1",
       "numactl", "-C", "0,2,4,6", "-m", "0", "/opt/xft/xftctl", "rank", "probe",
       ":",
-      "-np", "1", "-H", "10.9.0.11:2", "-x", "OMP_NUM_THREADS=3", "-x", "XFT_COMM_CPUS=14",
+      "-np", "1", "-H", "10.9.0.11:2", "-x", "OMP_NUM_THREADS=4",
       "-x", "FI_PROVIDER=tcp;ofi_rxm", "-x", "FI_TCP_IFACE=eth1",
       "numactl", "-C", "8,10,12,14", "-m", "0", "/opt/xft/xftctl", "rank", "probe",
       ":",
@@ -81,7 +80,7 @@ TEST(Mpirun, ErdmaVerbsPreset) {
   spec.ssh.user = "";
   spec.ssh.port = 2222;
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {0})};
   auto tokens = build_mpirun_command(plan, spec);
   ASSERT_TRUE(tokens.ok());
   std::vector<std::string> expected = {
@@ -125,7 +124,7 @@ std::vector<std::string> one_rank_line(const std::string& provider) {
   spec.as_root = false;
   spec.env = {{"XFT_LOG", "debug"}, {"FI_EFA_USE_DEVICE_RDMA", "0"}};
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {0})};
   PlanHost host;
   host.name = "h01";
   host.fabric_env = {{"PSM3_IDENTIFY", "1"}, {"FI_PROVIDER_PATH", "/opt/psm3/lib"}};
@@ -208,7 +207,7 @@ TEST(Mpirun, OpenMpi5Syntax) {
   spec.iface = "";
   spec.env = {{"XFT_LOG", "debug"}};
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0, 1}, {}, {0})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0, 1}, {0})};
   auto tokens = build_mpirun_command(plan, spec);
   ASSERT_TRUE(tokens.ok());
   std::vector<std::string> expected = {
@@ -231,7 +230,7 @@ TEST(Mpirun, LocalOnlyHasNoSshAgentAndStaysOnLoopback) {
   spec.provider = "shm";
   spec.command = {"true"};
   RankPlan plan;
-  plan.ranks = {rank(0, "vm", "localhost", {0}, {}, {0}), rank(1, "vm", "localhost", {1}, {}, {0})};
+  plan.ranks = {rank(0, "vm", "localhost", {0}, {0}), rank(1, "vm", "localhost", {1}, {0})};
   auto tokens = build_mpirun_command(plan, spec);
   ASSERT_TRUE(tokens.ok());
   EXPECT_EQ(shell_join(*tokens),
@@ -398,7 +397,7 @@ TEST(Mpirun, PassEnvForwardsNamesOnly) {
   MpirunSpec spec = tcp_spec();
   spec.pass_env = {"XFTCTL_API_KEY"};
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0}), rank(1, "h02", "10.9.0.12", {0}, {}, {0})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {0}), rank(1, "h02", "10.9.0.12", {0}, {0})};
   auto tokens = build_mpirun_command(plan, spec);
   ASSERT_TRUE(tokens.ok()) << tokens.error().message;
   EXPECT_EQ(shell_join(*tokens),
@@ -420,7 +419,7 @@ TEST_F(AgentDir, DryRunTextShowsTheCommandAndTheAgentScript) {
   spec.ssh_agent_path.clear();  // launch() fills it; the description shows the template
   spec.pass_env = {"XFTCTL_API_KEY"};
   RankPlan plan;
-  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {}, {0})};
+  plan.ranks = {rank(0, "h01", "10.9.0.11", {0}, {0})};
   auto text = describe_mpirun_command(plan, spec);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_EQ(*text,
@@ -440,7 +439,7 @@ TEST(Mpirun, DryRunTextOfALocalLaunchHasNoScript) {
   spec.provider = "shm";
   spec.command = {"true"};
   RankPlan plan;
-  plan.ranks = {rank(0, "vm", "localhost", {0}, {}, {0})};
+  plan.ranks = {rank(0, "vm", "localhost", {0}, {0})};
   EXPECT_EQ(*describe_mpirun_command(plan, spec),
             "mpirun --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo "
             "--mca oob_tcp_if_include lo -np 1 -H localhost:1 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm "

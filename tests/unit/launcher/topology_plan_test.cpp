@@ -24,13 +24,12 @@ PlanHost host(const std::string& name, const std::string& tree, const std::strin
   return h;
 }
 
-// "numactl -C ... -m ..." per rank, plus " comm=..." when comm cores are reserved.
+// "numactl -C ... -m ..." per rank.
 std::vector<std::string> bindings(const std::vector<RankPlacement>& ranks) {
   std::vector<std::string> out;
   for (const auto& r : ranks) {
     std::string line;
     for (const auto& t : r.numactl_tokens()) line += (line.empty() ? "" : " ") + t;
-    if (!r.comm_cpus.empty()) line += " comm=" + format_cpu_list(r.comm_cpus);
     out.push_back(line);
   }
   return out;
@@ -56,17 +55,16 @@ TEST(Plan, CloudVmBindsEverySecondCpu) {
   EXPECT_EQ((*placements)[0].numa_node, 0);
 }
 
-TEST(Plan, CloudVmTwoRanksWithACommCoreEach) {
-  PlanOptions o;
-  o.comm_cores = 1;
-  auto placements = plan_host(host("vm1", "cloud-96vcpu", "2"), o);
+// Allreduce runs on the compute threads, so every bound core runs one.
+TEST(Plan, CloudVmTwoRanksEveryBoundCoreComputes) {
+  auto placements = plan_host(host("vm1", "cloud-96vcpu", "2"), {});
   ASSERT_TRUE(placements.ok());
   EXPECT_EQ(bindings(*placements), (std::vector<std::string>{
-                                        "numactl -C " + every_second(0, 46) + " -m 0 comm=46",
-                                        "numactl -C " + every_second(48, 94) + " -m 0 comm=94",
+                                        "numactl -C " + every_second(0, 46) + " -m 0",
+                                        "numactl -C " + every_second(48, 94) + " -m 0",
                                     }));
-  EXPECT_EQ((*placements)[1].omp_threads(), 23);
-  EXPECT_EQ(format_cpu_list((*placements)[1].cpus), every_second(48, 92));
+  EXPECT_EQ((*placements)[1].omp_threads(), 24);
+  EXPECT_EQ(format_cpu_list((*placements)[1].cpus), every_second(48, 94));
 }
 
 TEST(Plan, CloudVmWithSmtUsesSiblings) {
@@ -95,11 +93,10 @@ TEST(Plan, SprSnc2PerSocketSpansTheSocketsTwoNodes) {
 TEST(Plan, SprSnc2SmtPerNumaTakesSiblingsFarApart) {
   PlanOptions o;
   o.smt = true;
-  o.comm_cores = 2;
   auto lines = plan(host("spr1", "spr-2s-snc2", "per-numa"), o);
   ASSERT_EQ(lines.size(), 4u);
-  EXPECT_EQ(lines[0], "numactl -C 0-27,112-139 -m 0 comm=26-27,138-139");
-  EXPECT_EQ(lines[3], "numactl -C 84-111,196-223 -m 3 comm=110-111,222-223");
+  EXPECT_EQ(lines[0], "numactl -C 0-27,112-139 -m 0");
+  EXPECT_EQ(lines[3], "numactl -C 84-111,196-223 -m 3");
 }
 
 TEST(Plan, CappedRankGoesNearestTheFabricNic) {
@@ -143,9 +140,7 @@ TEST(Plan, FourSocketHost) {
 TEST(Plan, FourSocketOneCappedRankOnTheNicSocket) {
   PlanOptions o;
   o.cores_per_rank = 8;
-  o.comm_cores = 1;
-  EXPECT_EQ(plan(host("q1", "xeon-4s", "1", "ens1f0"), o),
-            (std::vector<std::string>{"numactl -C 72-79 -m 3 comm=79"}));
+  EXPECT_EQ(plan(host("q1", "xeon-4s", "1", "ens1f0"), o), (std::vector<std::string>{"numactl -C 72-79 -m 3"}));
 }
 
 TEST(Plan, MemorylessNodeBindsMemoryToTheNearestNodeWithMemory) {
@@ -178,7 +173,6 @@ TEST(Plan, ThisMachineRecorded) {
 
 TEST(Plan, MixedHostsInOnePlan) {
   PlanOptions o;
-  o.comm_cores = 1;
   std::vector<PlanHost> hosts = {host("h1", "cloud-96vcpu", "1"), host("h2", "spr-2s-snc2", "per-socket"),
                                  host("h3", "memoryless-node", "per-numa")};
   hosts[2].fabric_provider = "verbs;ofi_rxm";
@@ -186,12 +180,12 @@ TEST(Plan, MixedHostsInOnePlan) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   ASSERT_EQ(p->size(), 6);
   EXPECT_EQ(bindings(p->ranks), (std::vector<std::string>{
-                                    "numactl -C " + every_second(0, 94) + " -m 0 comm=94",
-                                    "numactl -C 0-55 -m 0-1 comm=55",
-                                    "numactl -C 56-111 -m 2-3 comm=111",
-                                    "numactl -C 0-7 -m 0 comm=7",
-                                    "numactl -C 8-15 -m 2 comm=15",
-                                    "numactl -C 16-31 -m 2 comm=31",
+                                    "numactl -C " + every_second(0, 94) + " -m 0",
+                                    "numactl -C 0-55 -m 0-1",
+                                    "numactl -C 56-111 -m 2-3",
+                                    "numactl -C 0-7 -m 0",
+                                    "numactl -C 8-15 -m 2",
+                                    "numactl -C 16-31 -m 2",
                                 }));
   std::vector<std::string> hosts_of;
   std::vector<int> local;
@@ -209,7 +203,6 @@ TEST(Plan, MixedHostsInOnePlan) {
 TEST(Plan, RankMapText) {
   PlanOptions o;
   o.cores_per_rank = 4;
-  o.comm_cores = 1;
   auto p = plan_ranks({host("h1", "cloud-96vcpu", "2"), host("h2", "xeon-4s", "1")}, o);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(format_rank_map(*p),
@@ -225,24 +218,22 @@ TEST(Plan, RankMapText) {
             "2  tcp;ofi_rxm  tcp;ofi_rxm  -\n"
             "\n"
             "Bindings\n"
-            "RANK  HOST  LOCAL  NUMA  OMP_NUM_THREADS  COMM_CPUS  BINDING\n"
-            "0     h1    0      0     3                6          numactl -C 0,2,4,6 -m 0\n"
-            "1     h1    1      0     3                14         numactl -C 8,10,12,14 -m 0\n"
-            "2     h2    0      0     3                3          numactl -C 0-3 -m 0\n");
+            "RANK  HOST  LOCAL  NUMA  OMP_NUM_THREADS  BINDING\n"
+            "0     h1    0      0     4                numactl -C 0,2,4,6 -m 0\n"
+            "1     h1    1      0     4                numactl -C 8,10,12,14 -m 0\n"
+            "2     h2    0      0     4                numactl -C 0-3 -m 0\n");
 }
 
-TEST(Plan, JsonHasCpusAndCommCpusPerRank) {
-  PlanOptions o;
-  o.comm_cores = 1;
-  auto p = plan_ranks({host("h1", "memoryless-node", "per-numa")}, o);
+TEST(Plan, JsonHasCpusPerRank) {
+  auto p = plan_ranks({host("h1", "memoryless-node", "per-numa")}, {});
   ASSERT_TRUE(p.ok());
   auto j = plan_to_json(*p);
   ASSERT_EQ(j["ranks"].size(), 3u);
   EXPECT_EQ(j["ranks"][1]["numa_node"], 1);
   EXPECT_EQ(j["ranks"][1]["memory_nodes"], nlohmann::json({2}));
-  EXPECT_EQ(j["ranks"][1]["cpus"], nlohmann::json({8, 9, 10, 11, 12, 13, 14}));
-  EXPECT_EQ(j["ranks"][1]["comm_cpus"], nlohmann::json({15}));
-  EXPECT_EQ(j["ranks"][1]["omp_num_threads"], 7);
+  EXPECT_EQ(j["ranks"][1]["cpus"], nlohmann::json({8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_FALSE(j["ranks"][1].contains("comm_cpus"));
+  EXPECT_EQ(j["ranks"][1]["omp_num_threads"], 8);
   EXPECT_EQ(j["ranks"][1]["numactl"], "numactl -C 8-15 -m 2");
   EXPECT_EQ(j["transport"][0][1], "shm");
 }
@@ -252,12 +243,6 @@ TEST(Plan, TooManyRanksIsAnError) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().message,
             "host h1: 3 ranks need at least one core each, but only 2 usable (online, allowed) cores exist; lower ranks");
-  PlanOptions o;
-  o.comm_cores = 1;
-  p = plan_host(host("h1", "this-host-epyc-2cpu", "2"), o);
-  ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().message,
-            "host h1: local rank 0 gets 1 cores; --comm-cores 1 leaves none for compute; use fewer ranks or comm cores");
 }
 
 TEST(Plan, RanksText) {
