@@ -5,7 +5,9 @@
 # (tests/cluster/cluster.sh, real sshd, mpirun over xftctl's ssh key and
 # known_hosts). Also: a failing rank is named with its last stderr lines, a
 # launch timeout stops every rank, and --dry-run prints the exact Open MPI 4.1
-# command and the ssh agent script mpirun runs. On 2 of the hosts, an inventory
+# command and the ssh agent script mpirun runs; --hostfile (the form setup hosts
+# writes) picks hosts, their order and ranks; --comm-cores is ignored with a
+# warning. On 2 of the hosts, an inventory
 # whose key path (and a known_hosts path) has a space: the launch works, and a
 # secret forwarded with `-x NAME` reaches the remote ranks while no process's
 # command line on this machine (mpirun, ssh, orted, ranks: the test hosts share
@@ -72,6 +74,17 @@ cpu1=$(echo "$plan" | awk 'NR == 2 {print $2}')
 expect_eq "local: --dry-run prints the exact mpirun command" \
   "mpirun$root_flag --bind-to none --tag-output --mca pml ob1 --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu0 -m 0 $XFTCTL rank-probe : -np 1 -H localhost:2 -x OMP_NUM_THREADS=1 -x FI_PROVIDER=shm numactl -C $cpu1 -m 0 $XFTCTL rank-probe" \
   "$dry"
+
+# Scripts carried over from CCL_WORKER_COUNT still run: the flag changes nothing and says why.
+set +e
+comm_out=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --comm-cores 1 --dry-run -- "$XFTCTL" rank-probe 2>"$work/comm.err")
+rc=$?
+set -e
+expect_eq "local: --comm-cores is accepted" 0 "$rc"
+expect_eq "local: --comm-cores says it is ignored, in one line" \
+  "xftctl: warning: --comm-cores is ignored: xftctl runs no communication threads (allreduce runs on the compute threads), so every core computes" \
+  "$(cat "$work/comm.err")"
+expect_eq "local: --comm-cores leaves the mpirun command as it was" "$dry" "$comm_out"
 
 json=$("$XFTCTL" launch --local 2 --cores-per-rank 1 --dry-run --json -- "$XFTCTL" rank-probe)
 expect_eq "local: --dry-run --json argv is the printed command, token by token" \
@@ -197,6 +210,42 @@ expected_ranks=$(echo "$plan" | awk '{h = sprintf("h%02d", int($1 / 2) + 1); pri
 expect_eq "cluster: 8 ranks on 4 hosts, each on its host with the planned CPUs" \
   "$expected_ranks" "$(echo "$out" | reported_cpus)"
 
+# --hostfile: a file in the form setup hosts writes to /etc/xftctl/hostfile, hand
+# edited: its hosts in its order are the rank order, slots=N each host's ranks.
+cat >"$work/hostfile" <<'EOF'
+# MPI hostfile written by xftctl setup hosts (one line per inventory host).
+h04 slots=1
+
+h02 slots=2 max_slots=4
+EOF
+hf=(--hostfile "$work/hostfile" --cores-per-rank 1 --known-hosts "$kh")
+dry=$(TMPDIR=/tmp "$XFTCTL" "${inv[@]}" launch "${hf[@]}" --dry-run -- "$RANK_XFTCTL" rank-probe)
+expect_eq "cluster: --hostfile selects its hosts in its order with its slots (-np and -H per rank)" \
+  "-np 1 -H $HOST_H04_ADDR:1
+-np 1 -H $HOST_H02_ADDR:2
+-np 1 -H $HOST_H02_ADDR:2" "$(echo "$dry" | head -n 1 | grep -oE -- '-np [0-9]+ -H [^ ]+')"
+hf_plan=$(planned_cpus "${inv[@]}" topology "${hf[@]}")
+out=$("$XFTCTL" "${inv[@]}" launch "${hf[@]}" --timeout 120 -- "$RANK_XFTCTL" rank-probe)
+expect_eq "cluster: --hostfile ranks run on h04 then h02, with the planned CPUs" \
+  "$(echo "$hf_plan" | awk '{print $1, ($1 == 0 ? "h04" : "h02"), $2}')" "$(echo "$out" | reported_cpus)"
+set +e
+err=$("$XFTCTL" "${inv[@]}" launch "${hf[@]}" --hosts h01 --dry-run -- true 2>&1)
+rc=$?
+set -e
+expect_eq "cluster: --hostfile with --hosts is a usage error (exit 5)" 5 "$rc"
+expect_eq "cluster: --hostfile with --hosts says to give one" \
+  "xftctl: --hostfile and --hosts both select hosts: give one of them (the hostfile's hosts, in its order, or an inventory pattern)" \
+  "$err"
+printf 'h01 slots=1\nh05 slots=1\n' >"$work/bad-hostfile"
+set +e
+err=$("$XFTCTL" "${inv[@]}" launch --hostfile "$work/bad-hostfile" --known-hosts "$kh" --dry-run -- true 2>&1)
+rc=$?
+set -e
+expect_eq "cluster: a hostfile host not in the inventory exits 1" 1 "$rc"
+expect_eq "cluster: a hostfile host not in the inventory is named with file:line" \
+  "xftctl: $work/bad-hostfile:2:1: host: \`h05\` is not a host of $CLUSTER_INVENTORY (did you mean \`h01\`? or add it there)" \
+  "$err"
+
 set +e
 err=$("$XFTCTL" "${inv[@]}" launch "${topo[@]}" --timeout 120 -- sh -c \
   'if [ "$OMPI_COMM_WORLD_RANK" = 5 ]; then echo "rank five: out of memory" >&2; exit 9; fi; sleep 60' 2>&1 >/dev/null)
@@ -237,7 +286,7 @@ printf '%s\n' "$secret" >"$work/secret"
 TMPDIR=$work/agent-tmp XFT_LAUNCH_SECRET=$secret "$XFTCTL" "${spaced[@]}" -x XFT_LAUNCH_SECRET --timeout 120 \
   -- sh -c 'printf "%s secret=%s\n" "$(hostname)" "$XFT_LAUNCH_SECRET"; sleep 4' >"$work/spaced.out" 2>&1 &
 launch_pid=$!
-saw_ssh=0 leaks=0 agent_mode=
+saw_ssh=0 leaks=0 agent_mode= mode=
 # "-i", then the whole key path as the next argument, in some ssh's argv.
 ssh_has_spaced_key() {  # CMDLINE_FILE
   local prev= arg
@@ -253,7 +302,8 @@ while kill -0 "$launch_pid" 2>/dev/null; do
   done
   leaks=$((leaks + $({ grep -laFf "$work/secret" /proc/[0-9]*/cmdline 2>/dev/null || true; } | wc -l)))
   for a in "$work"/agent-tmp/xftctl-launch.*/mpirun-ssh; do
-    [[ -f $a ]] && agent_mode=$(stat -c '%a' "$(dirname "$a")" "$a" | tr '\n' ' ')
+    # The launch may remove it between the test and stat: keep the last mode read.
+    [[ -f $a ]] && mode=$(stat -c '%a' "$(dirname "$a")" "$a" 2>/dev/null | tr '\n' ' ') && agent_mode=$mode
   done
   sleep 0.2
 done
