@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/allreduce_selection.h"
 #include "cli/rank_launch.h"
 #include "cli/run/modes.h"
 #include "common/log.h"
@@ -86,12 +87,14 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
 
 // oneCCL users set CCL_ALLREDUCE; without --comm it is the ranks' selection.
 // Every oneCCL-only name in it is said once, with what runs instead.
-void adopt_oneccl_selection(RunOptions& o) {
+Expected<void> adopt_oneccl_selection(RunOptions& o) {
   const char* env = std::getenv("CCL_ALLREDUCE");
-  if (!env || !*env) return;
+  if (!env || !*env) return {};
+  if (auto ok = check_allreduce_selection("CCL_ALLREDUCE", env); !ok) return ok;
   o.comm = env;
   spdlog::info("run qwen: --comm from CCL_ALLREDUCE={}", env);
   for (const auto& note : engine::comm::oneccl_alias_notes(o.comm)) spdlog::info("run qwen: {}", note);
+  return {};
 }
 
 void run_control(Context& ctx, const RunOptions& o) {

@@ -28,7 +28,7 @@ int run_worker(Context& ctx, const RunOptions& o);
 void run_control(Context& ctx, const RunOptions& o);
 // oneCCL users set CCL_ALLREDUCE; without --comm it is the ranks' selection.
 // Every oneCCL-only name in it is said once, with what runs instead.
-void adopt_oneccl_selection(RunOptions& o);
+Expected<void> adopt_oneccl_selection(RunOptions& o);
 
 // --serve's pieces the control node checks before anything starts.
 constexpr const char* kApiKeyVariable = "XFTCTL_API_KEY";

@@ -96,6 +96,12 @@ reject_row() {  # FIELD VALUE
       ((RC != 0)) || fail "$what accepted"
       [[ $(wc -l <<<"$ERR") -eq 1 ]] || fail "$what: expected one error line, got:
 $ERR" ;;
+    CCL_ALLREDUCE)
+      # Refused on the control node before any rank starts or any line echoes it.
+      CCL_ALLREDUCE=$value xinv bench allreduce -b 8 -e 8 -n 1
+      expect_rejected "CCL_ALLREDUCE" "bench allreduce with $what"
+      CCL_ALLREDUCE=$value xinv run qwen --fake-model qwen2.5-0.5b --prompt hi --max-new-tokens 1
+      expect_rejected "CCL_ALLREDUCE" "run qwen with $what" ;;
     sync_dest)
       mkdir -p "$TEST_TMP/tree" && echo data >"$TEST_TMP/tree/f"
       xft sync "$TEST_TMP/tree" --dest "$value"
