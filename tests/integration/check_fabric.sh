@@ -3,6 +3,9 @@
 #  1. h01-h04 as they are: every host check PASSes and the real libfabric
 #     tcp;ofi_rxm ping-pong of every ordered pair fills both matrices; exit 0
 #     (--all: every row, as the default report prints only problems).
+#     h02 has EFA's libfabric (a copy of this machine's in its own
+#     /opt/amazon/efa/lib64): its pair workers load that one, the others the
+#     system's, and the report names each file as the workers' dladdr saw it.
 #  2. New TCP connections from h02 to h03 dropped (iptables in h03's network
 #     namespace): h02 -> h03 FAILs (tcp, ssh, libfabric) with the firewall fix,
 #     h03 -> h02 still PASSes, within the pair timeouts; exit 1. The default
@@ -48,7 +51,20 @@ problem() {  # WHO CHECK VERDICT OBSERVED FIX
 }
 verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")' <<<"$1"; }
 
-step "1. four clean hosts: every check PASSes, both matrices filled"
+# h02 gets EFA's libfabric: a copy of this machine's libfabric.so.1 under a
+# tmpfs over its /opt, seen by its mount namespace (its SSH sessions) alone.
+system_libfabric=$(ldd "$XFTCTL" | awk '$1 == "libfabric.so.1" { print $3 }')
+[[ -f $system_libfabric ]] || fail "xftctl is not linked to a libfabric.so.1: $(ldd "$XFTCTL")"
+version=$(fi_info --version | sed -n 's/^libfabric: //p')
+efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1
+host_run h02 sh -c "mount -t tmpfs xft-efa /opt && mkdir -p ${efa_libfabric%/*} && cp '$system_libfabric' $efa_libfabric"
+[[ ! -e $efa_libfabric ]] || fail "$efa_libfabric exists outside h02"
+
+step "1. four clean hosts: every check PASSes, both matrices filled; h02 measures with EFA's libfabric"
+xft check fabric --hosts 'h[01-02]' --no-pairs --json
+assert_eq "h01|libfabric|PASS|$version|
+h02|libfabric|PASS|$version, EFA's in ${efa_libfabric%/*}|" "$(rows "$OUT" | grep '|libfabric|')" \
+  "the probe finds EFA's libfabric on h02 only"
 xft check fabric --hosts 'h[01-04]' "${common[@]}" --all
 assert_eq 0 "$RC" "exit code of a clean check (stderr: $ERR)
 $OUT"
@@ -66,6 +82,16 @@ $OUT"
 $OUT"
   done
 done
+# What each host's pair worker loaded (its dladdr), in the host rows and under the summary.
+for h in h01 h03 h04; do
+  grep -qE "^$h +libfabric +PASS +$version \($system_libfabric\)$" <<<"$OUT" || fail "$h libfabric row in:
+$OUT"
+done
+grep -qE "^h02 +libfabric +PASS +$version \($efa_libfabric\)$" <<<"$OUT" || fail "h02 libfabric row in:
+$OUT"
+assert_eq "libfabric measured: $version ($system_libfabric) on h[01,03-04]
+libfabric measured: $version ($efa_libfabric) on h02" "$(grep -A2 '^4 hosts, 12 pairs' <<<"$OUT" | sed 1d)" \
+  "the libfabrics measured, under the summary"
 latency=$(sed -n '/^latency, 8 B/,/^$/p' <<<"$OUT")
 bandwidth=$(sed -n '/^bandwidth, 256 KiB/,/^$/p' <<<"$OUT")
 # Every off-diagonal cell a number (maybe flagged "!"), the diagonal "-".
@@ -109,6 +135,10 @@ assert_eq 3 "$(verdicts "$OUT" | grep -c 'FAIL$')" "only the blocked direction F
 assert_eq "h02,h03,h04|null|true|null" \
   "$(jq -r '[(.latency_us.hosts | join(",")), .latency_us.values[0][1], (.latency_us.values[1][0] > 0), .bandwidth_gbps.values[0][1]] | map(tostring) | join("|")' <<<"$OUT")" \
   "matrices in JSON: no figure for h02 -> h03, one for h03 -> h02"
+assert_eq "h02 $efa_libfabric
+h03 $system_libfabric
+h04 $system_libfabric" "$(jq -r '.libfabric | to_entries[] | "\(.key) \(.value.path)"' <<<"$OUT")" \
+  "the libfabric each host's worker loaded in JSON (h02's client ran though h03 is blocked)"
 ((took < 90)) || fail "a blocked pair must cost its timeouts, not more: the run took ${took}s"
 
 xft check fabric --hosts 'h[02-04]' "${common[@]}"
@@ -130,6 +160,9 @@ $OUT"
 assert_eq "" "$(grep '^h03 -> h02 ' <<<"$OUT" | grep -v '  \(latency\|bandwidth\)  ' || true)" "no problem the other way"
 grep -qE '^3 hosts, 6 pairs: [0-9]+ PASS, [0-9]+ WARN, 3 FAIL$' <<<"$OUT" || fail "summary line in:
 $OUT"
+assert_eq "libfabric measured: $version ($efa_libfabric) on h02
+libfabric measured: $version ($system_libfabric) on h[03-04]" "$(grep -A2 '^3 hosts, 6 pairs' <<<"$OUT" | sed 1d)" \
+  "the libfabrics measured, under the summary"
 assert_contains "$OUT" "
 latency, 8 B, one way (us; row: from, column: to)
 from \\ to  " "the latency matrix"
