@@ -31,7 +31,7 @@ enum class Escape {
   raw,
 };
 
-// `what` names the text in errors ("template env.sh.mustache", "command.cmd").
+// `what` names the text in errors ("template hosts_block.mustache", "command.cmd").
 Expected<std::string> render_text(const std::string& text, const nlohmann::json& vars, Escape escape,
                                   const std::string& what = "template");
 

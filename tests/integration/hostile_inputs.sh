@@ -3,7 +3,7 @@
 # commands on 2 namespace test hosts. Every `reject` row must stop `inventory
 # validate`, `setup hosts --check` and `launch --dry-run` with one error line
 # that names the field; every `literal` row must reach the hosts byte for byte
-# (directories, env.sh, the ranks' environment, synced files). After every
+# (directories, the ranks' environment, synced files). After every
 # command no /tmp/PWNED* marker may exist on the control node or on any host.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
@@ -120,15 +120,13 @@ $ERR" ;;
 }
 
 # --- literal rows -------------------------------------------------------------
-literal_shared() {  # VALUE: the directory, env.sh and the shared-path check carry it
-  local value=$1 h got
+literal_shared() {  # VALUE: the directory and the shared-path check carry it
+  local value=$1 h
   write_inventory shared "$value"
   xinv setup hosts --accept-new-host-keys --skip packages
   assert_eq 0 "$RC" "setup hosts with shared=$value; out: $OUT; err: $ERR"
   for h in "${H[@]}"; do
     host_run "$h" test -d "$value" || fail "$h: no directory named exactly $value"
-    got=$(host_run "$h" sh -c '. /etc/xftctl/env.sh && printf %s "$XFT_SHARED_PATH"')
-    assert_eq "$value" "$got" "XFT_SHARED_PATH from env.sh on $h"
   done
 }
 

@@ -4,7 +4,8 @@
 # host by name and by address (BatchMode, StrictHostKeyChecking=yes); a second
 # run changes nothing; lines outside what setup owns are kept; --check writes
 # nothing (hashes before and after); a stopped host is unreachable (exit 4)
-# while the others complete; the password shows up nowhere.
+# while the others complete; the password shows up nowhere. The MPI hostfile
+# it writes is what `launch --hostfile` reads.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
 watch_process_list "$TEST_TMP/ps.log"
@@ -97,6 +98,23 @@ assert_eq "$expected_block" "$block" "the managed /etc/hosts block"
 assert_eq "700" "$(host_run h03 stat -c %a /root/.ssh)" "mode of ~/.ssh"
 assert_eq "600" "$(host_run h03 stat -c %a /root/.ssh/authorized_keys)" "mode of authorized_keys"
 assert_eq "600" "$(host_run h03 stat -c %a /root/.ssh/id_ed25519)" "mode of the private key"
+
+step "the MPI hostfile setup writes selects launch's hosts and ranks; no env.sh (launch passes the settings)"
+hostfile=$(host_run h03 cat /etc/xftctl/hostfile)
+assert_eq "# MPI hostfile written by xftctl setup hosts (one line per inventory host).
+h01 slots=1
+h02 slots=1
+h03 slots=1
+h04 slots=1" "$hostfile" "/etc/xftctl/hostfile on h03"
+host_run h03 test ! -e /etc/xftctl/env.sh || fail "setup hosts wrote /etc/xftctl/env.sh"
+printf '%s\n' "$hostfile" >"$TEST_TMP/hostfile"
+xft launch --hostfile "$TEST_TMP/hostfile" --cores-per-rank 1 --dry-run -- true
+all_out+="$OUT$ERR"
+assert_eq 0 "$RC" "launch --hostfile --dry-run; err: $ERR"
+expected_ranks=""
+for h in "${H[@]}"; do expected_ranks+="-np 1 -H $(addr "$h"):1"$'\n'; done
+assert_eq "${expected_ranks%$'\n'}" "$(head -n 1 <<<"$OUT" | grep -oE -- '-np [0-9]+ -H [^ ]+')" \
+  "one rank per hostfile line, in its order"
 
 step "second run: 0 changed on every host, by key (no password needed)"
 XFT_TEST_PASSWORD_SAVED=$XFT_TEST_PASSWORD

@@ -1,7 +1,7 @@
 // Escaping by construction: the renderer's modes on hostile values (exact
 // output, and shell output run by a real /bin/sh that must echo the value back
 // and run nothing), tags placed where quoting cannot hold, commands given as
-// argv lists, env.sh sourced by sh, and the fstab and exports lines.
+// argv lists, a shell template sourced by sh, and the fstab and exports lines.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -203,7 +203,7 @@ TEST(RenderLine, ValuesAsGivenButOneLine) {
 }
 
 TEST(RenderTemplates, EscapeChosenByFileName) {
-  EXPECT_EQ(Escape::shell, template_escape("env.sh.mustache"));
+  EXPECT_EQ(Escape::shell, template_escape("profile.sh.mustache"));
   EXPECT_EQ(Escape::shell, template_escape("profile.d/x.sh"));
   EXPECT_EQ(Escape::config, template_escape("hosts_block.mustache"));
   EXPECT_EQ(Escape::config, template_escape("nfs_exports.mustache"));
@@ -217,30 +217,38 @@ std::string read_template(const std::string& name) {
   return text.str();
 }
 
+// A shell script template of the kind a playbook may ship (a profile.d
+// script): every value is quoted by the renderer, none by hand.
+const char* const kShellTemplate =
+    "export FI_PROVIDER={{fi_provider}}\n"
+    "{{#fi_iface}}\n"
+    "export FI_TCP_IFACE={{fi_iface}}\n"
+    "{{/fi_iface}}\n"
+    "{{#shared_path}}\n"
+    "export XFT_SHARED_PATH={{shared_path}}\n"
+    "{{/shared_path}}\n";
+
 TEST(EnvScript, RenderedForTheShellWithoutHandWrittenQuotes) {
   Json vars = {{"fi_provider", "tcp;ofi_rxm"}, {"fi_iface", "eth0"}, {"shared_path", "/mnt/with space"}};
-  auto text = render_text(read_template("env.sh.mustache"), vars, template_escape("env.sh.mustache"), "env");
+  auto text = render_text(kShellTemplate, vars, template_escape("profile.sh.mustache"), "env");
   ASSERT_TRUE(text.ok()) << text.error().message;
-  EXPECT_EQ("# Written by `xftctl setup hosts`; ranks source it. Rendered for the shell:\n"
-            "# every value below is quoted by the renderer, so none has quotes here.\n"
-            "export FI_PROVIDER='tcp;ofi_rxm'\n"
-            "export OMPI_MCA_btl_tcp_if_include=eth0\n"
+  EXPECT_EQ("export FI_PROVIDER='tcp;ofi_rxm'\n"
             "export FI_TCP_IFACE=eth0\n"
             "export XFT_SHARED_PATH='/mnt/with space'\n",
             *text);
-  for (const char* name : {"env.sh.mustache", "hosts_block.mustache", "mpi_hostfile.mustache", "nfs_exports.mustache"})
+  for (const char* name : {"hosts_block.mustache", "mpi_hostfile.mustache", "nfs_exports.mustache"})
     EXPECT_EQ(std::string::npos, read_template(name).find("{{{")) << name << " uses the raw form";
 }
 
 TEST(EnvScript, SourcedBySh_EveryHostileValueComesBackExactly) {
   MarkerDir dir;
-  std::string file = dir.work() + "/env.sh";
+  std::string file = dir.work() + "/script.sh";
   auto providers = testing::literal_values("fabric.provider");
   ASSERT_FALSE(providers.empty());
   for (const auto& value : hostile_values(dir)) {
     if (value.empty()) continue;  // an empty shared path is "none": the line is left out
     Json vars = {{"fi_provider", providers.back()}, {"fi_iface", "eth0"}, {"shared_path", value}};
-    auto text = render_text(read_template("env.sh.mustache"), vars, Escape::shell, "env");
+    auto text = render_text(kShellTemplate, vars, Escape::shell, "env");
     ASSERT_TRUE(text.ok()) << text.error().message;
     std::ofstream(file, std::ios::trunc) << *text;
     auto ran = testing::run_locally(". " + launcher::shell_join({file}) +

@@ -233,8 +233,6 @@ TASK [/etc/xftctl exists]
   ok: node[01-64]
 TASK [MPI hostfile]
   ok: node[01-64]
-TASK [environment script for ranks]
-  ok: node[01-64]
 TASK [packages a rank needs]
   ok: node[01-64]
 TASK [NFS server package]
@@ -261,17 +259,17 @@ TASK [shared path check, read the marker on every host]
 TASK [shared path check, remove the marker]
   ok: node01
 RECAP
-  node01       ok=16 changed=0 failed=0 unreachable=0 skipped=3
-  node[02-64]  ok=13 changed=0 failed=0 unreachable=0 skipped=4
+  node01       ok=15 changed=0 failed=0 unreachable=0 skipped=3
+  node[02-64]  ok=12 changed=0 failed=0 unreachable=0 skipped=4
 )";
 
-// The shipped playbook's 19 tasks on 64 hosts that all succeed (the shared
+// The shipped playbook's 18 tasks on 64 hosts that all succeed (the shared
 // path check reads a real directory every fake host shares): the report as
 // the command prints it fits 100 columns and 60 lines, first run and second.
 TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
   auto book = load_playbook(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
   ASSERT_TRUE(book.ok()) << book.error().message;
-  ASSERT_EQ(19u, book->tasks.size());
+  ASSERT_EQ(18u, book->tasks.size());
   testing::MarkerDir dir;
   FakeTransport transport;
   char name[16], address[16];
@@ -294,7 +292,7 @@ TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
   for (int run = 1; run <= 2; ++run) {
     auto report = run_play(*book, transport.inventory_hosts(), transport, settings);
     ASSERT_FALSE(report.any_failed()) << format_recap(report);
-    ASSERT_EQ(20u, report.tasks.size());
+    ASSERT_EQ(19u, report.tasks.size());
     std::string text = "PLAY [setup hosts] on 64 hosts\n";
     for (const auto& task : report.tasks) text += format_task(task);
     text += format_recap(report);
@@ -444,7 +442,6 @@ TEST_F(ShippedSetup, PathsWithSpacesReachExportsFstabAndMountLiterally) {
               client.files["/etc/fstab"].content);
     EXPECT_EQ(1, count_of(client.commands, "mkdir -p -- '/mnt/with space' && mount -- '/mnt/with space'")) << name;
     EXPECT_EQ("10.9.0.1:/srv/share with space", client.files["mounted:/mnt/with space"].content) << name;
-    EXPECT_NE(std::string::npos, client.files["/etc/xftctl/env.sh"].content.find("export XFT_SHARED_PATH='/mnt/with space'\n"));
   }
   // findmnt's \x20 read back: the mount is seen as done
   auto second = run();
@@ -466,8 +463,7 @@ TEST_F(ShippedSetup, NfsOptionsThatWouldAddAnExportAreARenderError) {
 
 // The shared-path check's commands (a shell string, argv lists) run by a real
 // shell here on hostile paths: the directory is made with exactly that name,
-// every host reads the marker back, the marker is removed, and env.sh gives
-// the path back to sh.
+// every host reads the marker back, and the marker is removed.
 TEST_F(ShippedSetup, SharedPathCheckRunsInARealShellWithHostilePaths) {
   testing::MarkerDir dir;
   settings_.skip_tags = {"packages", "nfs"};
@@ -488,10 +484,6 @@ TEST_F(ShippedSetup, SharedPathCheckRunsInARealShellWithHostilePaths) {
     EXPECT_EQ("n1=ok n2=ok n3=ok ", statuses(report, "shared path check, read the marker on every host")) << path;
     ASSERT_TRUE(std::filesystem::is_directory(path)) << path;
     EXPECT_TRUE(std::filesystem::is_empty(path)) << path << ": the marker is left";
-    std::string env = dir.work() + "/env.sh";
-    std::ofstream(env, std::ios::trunc) << transport_["n2"].files["/etc/xftctl/env.sh"].content;
-    auto sourced = testing::run_locally(". " + launcher::shell_join({env}) + " && printf %s \"$XFT_SHARED_PATH\"");
-    EXPECT_EQ(path, sourced.out) << sourced.err;
   }
   EXPECT_EQ(std::vector<std::string>{}, dir.markers());
 }
