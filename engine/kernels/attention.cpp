@@ -89,6 +89,7 @@ Scratch& scratch() {
 
 AttentionKernels pick_kernels(KvFormat format) {
   if (use_avx512()) return attention_kernels_avx512(format);
+  if (use_avx2()) return attention_kernels_avx2(format);
   return attention_kernels_scalar(format);
 }
 

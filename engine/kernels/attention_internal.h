@@ -22,6 +22,7 @@ struct AttentionKernels {
 };
 
 AttentionKernels attention_kernels_scalar(KvFormat format);
+AttentionKernels attention_kernels_avx2(KvFormat format);
 AttentionKernels attention_kernels_avx512(KvFormat format);
 
 }  // namespace xft::engine
