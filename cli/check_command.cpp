@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/rank_launch.h"
 #include "cli/reach_options.h"
 #include "fabric/checks.h"
@@ -253,11 +254,12 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
   // A server whose client never arrived would wait out its deadline.
   if (!pair.report || !pair.report->fabric.ok) fabric::stop_server(fabric_address(to), port);
   server.join();
-  // A server that failed on its own (not for want of a client) says why.
-  if (!pair.report && !server_error.empty()) pair.error += "; " + to.host.name + ": " + server_error;
+  // A server that failed on its own (not for want of a client: we stopped
+  // that one) says why.
+  bool server_failed = !server_error.empty() && server_error.find("no client reached") == std::string::npos;
+  if (!pair.report && server_failed) pair.error += "; " + to.host.name + ": " + server_error;
   if (!pair.report && pair.fix.empty()) pair.fix = "run `xftctl ping --hosts " + from.host.name + "," + to.host.name + "`";
-  if (pair.report && !pair.report->fabric.ok && !server_error.empty() &&
-      server_error.find("no client reached") == std::string::npos)
+  if (pair.report && !pair.report->fabric.ok && server_failed)
     pair.report->fabric.detail += "; " + to.host.name + ": " + server_error;
   return pair;
 }
@@ -279,83 +281,64 @@ PairRun run_pair(const FabricFlags& flags, HostProbe& from, HostProbe& to, int p
 }
 
 // Where the pairs stand, on stderr (stdout is the report or the JSON
-// document): on a terminal one bar redrawn in place, as setup hosts draws its
-// progress; otherwise a log line each time another tenth of the rounds is
-// done (at most 10 a run, so logs show movement without drowning); -q: none.
+// document; cli/progress.h): on a terminal one bar redrawn in place, as setup
+// hosts draws its progress; otherwise a log line each time another tenth of
+// the rounds is done (at most 10 a run, so logs show movement without
+// drowning); -q: none.
 class PairProgress {
  public:
   PairProgress(std::size_t batches, std::size_t hosts, bool serial, bool quiet)
       : batches_(batches), hosts_(hosts), unit_(serial ? "pair" : "round"),
-        style_(quiet || batches == 0 ? Style::none : ::isatty(STDERR_FILENO) ? Style::in_place : Style::lines) {}
-  ~PairProgress() { finish(); }
+        progress_(batches == 0 ? ProgressMode::none : progress_mode(quiet),
+                  [this](uint64_t, uint64_t, bool bar, size_t) { return bar ? bar_text() : line_text(); }, timing()) {}
 
   void start_batch(std::size_t pairs) {
-    std::lock_guard lock(mutex_);
-    ++batch_;
-    batch_pairs_ = pairs;
-    pairs_done_ = 0;
-    draw(true);
+    progress_.update([&] {
+      ++batch_;
+      batch_pairs_ = pairs;
+      pairs_done_ = 0;
+    }, true);
   }
   void pair_done() {
-    std::lock_guard lock(mutex_);
-    ++pairs_done_;
-    draw(false);
+    progress_.update([&] { ++pairs_done_; });
   }
   void batch_done() {
-    std::lock_guard lock(mutex_);
-    if (style_ != Style::lines) return;
-    std::size_t tenth = batch_ * 10 / batches_;
-    if (tenth == tenths_logged_) return;
-    tenths_logged_ = tenth;
-    log::info("check fabric: " + unit_ + " " + std::to_string(batch_) + "/" + std::to_string(batches_) + " done (" +
-              std::to_string(batch_ * 100 / batches_) + "%), " + std::to_string(hosts_) + " hosts");
+    bool tenth = false;
+    progress_.update([&] {
+      std::size_t reached = batch_ * 10 / batches_;
+      tenth = reached != tenths_logged_;
+      tenths_logged_ = reached;
+    });
+    if (tenth) progress_.line_now();
   }
   // Clears the bar; the report follows on a clean line.
-  void finish() {
-    std::lock_guard lock(mutex_);
-    if (!drawn_) return;
-    std::fputs("\r\x1b[K", stderr);
-    std::fflush(stderr);
-    drawn_ = false;
-  }
+  void finish() { progress_.finish(); }
 
  private:
-  enum class Style { none, in_place, lines };
-  using Clock = std::chrono::steady_clock;
-
-  static std::size_t terminal_columns() {
-    winsize size{};
-    // One column short: a line that fills the last column makes the terminal wrap before \r.
-    if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) return size.ws_col - 1;
-    return 79;
+  // Lines by tenths alone; a bar at most every 100 ms (a redraw per pair would flood a slow terminal).
+  static ProgressTiming timing() {
+    ProgressTiming timing;
+    timing.line_every = ProgressTiming::Millis::max();
+    return timing;
   }
   // "check fabric [#####...............]  round 17/126, 12/32 pairs"
-  std::string line(std::size_t columns) const {
-    constexpr std::size_t kBar = 20;
-    std::size_t filled = (batch_ - 1) * kBar / batches_;
-    std::string text = "check fabric [" + std::string(filled, '#') + std::string(kBar - filled, '.') + "]  " + unit_ +
-                       " " + std::to_string(batch_) + "/" + std::to_string(batches_);
+  std::string bar_text() const {
+    if (batch_ == 0) return "";
+    std::string text = "check fabric " + progress_bar(batch_ - 1, batches_, 20, '.') + "  " + unit_ + " " +
+                       std::to_string(batch_) + "/" + std::to_string(batches_);
     if (unit_ == "round") text += ", " + std::to_string(pairs_done_) + "/" + std::to_string(batch_pairs_) + " pairs";
-    return text.substr(0, columns);
+    return text;
   }
-  // At most every 100 ms: a redraw per pair would flood a slow terminal.
-  void draw(bool now) {
-    if (style_ != Style::in_place) return;
-    auto at = Clock::now();
-    if (!now && at - drawn_at_ < std::chrono::milliseconds(100)) return;
-    drawn_at_ = at;
-    std::fprintf(stderr, "\r%s\x1b[K", line(terminal_columns()).c_str());
-    std::fflush(stderr);
-    drawn_ = true;
+  // "check fabric: round 4/34 done (11%), 17 hosts"
+  std::string line_text() const {
+    return "check fabric: " + unit_ + " " + std::to_string(batch_) + "/" + std::to_string(batches_) + " done (" +
+           std::to_string(batch_ * 100 / batches_) + "%), " + std::to_string(hosts_) + " hosts";
   }
 
   std::size_t batches_, hosts_;
   std::string unit_;
-  Style style_;
-  std::mutex mutex_;
   std::size_t batch_ = 0, batch_pairs_ = 0, pairs_done_ = 0, tenths_logged_ = 0;
-  Clock::time_point drawn_at_{};
-  bool drawn_ = false;
+  Progress progress_;
 };
 
 void print_check_table(const std::vector<fabric::Check>& checks, bool pairs) {
