@@ -101,7 +101,8 @@ Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags
 void add_plan_flags(CLI::App& cmd, PlanFlags& flags) {
   cmd.add_option("--sysfs-root", flags.sysfs_root, "read sysfs/procfs under DIR (a recorded tree) instead of /")
       ->capture_default_str();
-  cmd.add_option("--ranks-per-host", flags.ranks, "N, per-socket or per-numa (default: the inventory's ranks)");
+  cmd.add_option("--ranks-per-host", flags.ranks,
+                 "N, per-socket or per-numa (default: the hostfile's slots, else the inventory's ranks)");
   add_hostfile_flag(cmd, flags.hostfile);
   // For scripts carried over from CCL_WORKER_COUNT; plan_for says it is ignored.
   cmd.add_option("--comm-cores", flags.comm_cores, "ignored: allreduce runs on the compute threads")
@@ -117,7 +118,8 @@ void add_hostfile_flag(CLI::App& cmd, std::string& hostfile) {
   cmd.add_option("--hostfile", hostfile,
                  "the inventory hosts FILE names (`NAME slots=N` lines: DeepSpeed's or Open MPI's hostfile, "
                  "or /etc/xftctl/hostfile from setup hosts), in its order, with slots=N ranks each; "
-                 "not with --hosts");
+                 "not with --hosts")
+      ->type_name("FILE");
 }
 
 Expected<launcher::PlanOptions> plan_options(const PlanFlags& flags) {
