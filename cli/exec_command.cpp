@@ -5,20 +5,17 @@
 // separately); many one-line blocks are packed in columns instead. --stream
 // prints `host: line` as lines arrive; --json one document. While hosts still
 // run, a progress line goes to stderr.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/reach_options.h"
 #include "common/log.h"
 #include "inventory/load.h"
@@ -44,41 +41,38 @@ struct ExecOutcome {
   std::optional<remote::RemoteError> error;
 };
 
-// Hosts not yet finished, drawn on stderr: redrawn in place on a terminal
-// (at most every 200 ms), a log line every 5 s otherwise, so a fast run
-// prints nothing and a slow one says which hosts it waits for.
+// Hosts not yet finished, on stderr (cli/progress.h): redrawn in place on a
+// terminal (every 200 ms, none before), a log line every 5 s otherwise, so a
+// fast run prints nothing and a slow one says which hosts it waits for.
 class RunningHosts {
  public:
-  RunningHosts(const std::vector<inventory::Host>& hosts, bool enabled)
-      : running_(hosts.size(), true), tty_(::isatty(STDERR_FILENO) == 1) {
-    for (const auto& host : hosts) names_.push_back(host.name);
-    if (enabled) drawer_ = std::thread([this] { draw_loop(); });
-  }
-  ~RunningHosts() { finish(); }
+  RunningHosts(const std::vector<inventory::Host>& hosts, ProgressMode mode)
+      : names_(names_of(hosts)), running_(hosts.size(), true),
+        progress_(mode, [this](uint64_t, uint64_t, bool, size_t width) { return line(width); }, timing()) {}
 
   void done(size_t index) {
-    std::lock_guard lock(mutex_);
-    running_[index] = false;
+    progress_.update([&] { running_[index] = false; });
   }
   // Takes the line off the terminal before other output goes there.
   template <class Print>
   void print_above(Print&& print) {
-    std::lock_guard lock(mutex_);
-    clear();
-    print();
+    progress_.print_above(std::forward<Print>(print));
   }
-  void finish() {
-    if (!drawer_.joinable()) return;
-    {
-      std::lock_guard lock(mutex_);
-      finished_ = true;
-      clear();
-    }
-    wake_.notify_all();
-    drawer_.join();
-  }
+  void finish() { progress_.finish(); }
 
  private:
+  static std::vector<std::string> names_of(const std::vector<inventory::Host>& hosts) {
+    std::vector<std::string> names;
+    for (const auto& host : hosts) names.push_back(host.name);
+    return names;
+  }
+  static ProgressTiming timing() {
+    ProgressTiming timing;
+    timing.redraw = timing.show_after = std::chrono::milliseconds(200);
+    timing.ticker = true;
+    return timing;
+  }
+  // Called under the progress's lock, as done() changes running_.
   std::string line(size_t width) const {
     std::vector<std::string> left;
     for (size_t i = 0; i < names_.size(); ++i)
@@ -88,33 +82,10 @@ class RunningHosts {
     if (text.size() > width) text = text.substr(0, width - 3) + "...";
     return text;
   }
-  void clear() {
-    if (!drawn_) return;
-    std::fputs("\r\x1b[K", stderr);
-    std::fflush(stderr);
-    drawn_ = false;
-  }
-  void draw_loop() {
-    auto period = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, period, [this] { return finished_; })) {
-      if (!tty_) {
-        log::info("exec: " + line(playbooks::kReportWidth));
-        continue;
-      }
-      std::fprintf(stderr, "\r%s\x1b[K", line(79).c_str());
-      std::fflush(stderr);
-      drawn_ = true;
-    }
-  }
 
   std::vector<std::string> names_;
   std::vector<bool> running_;
-  bool tty_;
-  bool drawn_ = false, finished_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::thread drawer_;
+  Progress progress_;  // last: its ticker reads the members above
 };
 
 // --stream: whole lines as `host: line`, stdout's on stdout and stderr's on
@@ -259,12 +230,14 @@ nlohmann::ordered_json outcomes_json(const std::string& command, const std::vect
   return {{"command", command}, {"hosts", std::move(hosts)}};
 }
 
-// One stderr line per failure, hosts with the same exit status folded.
+// One stderr line per failure: hosts with the same exit status, or the same
+// error (unreachable, timed out), folded into one line.
 void report_failures(const std::vector<ExecOutcome>& outcomes, bool& any_unreachable, bool& any_failed) {
   std::vector<std::pair<int, std::vector<std::string>>> by_status;
+  std::vector<playbooks::HostMessage> errors;
   for (const auto& outcome : outcomes) {
     if (outcome.error) {
-      log::error(outcome.error->message, {{"host", outcome.host}});
+      errors.push_back({outcome.host, outcome.error->message});
       (outcome.error->kind == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
       continue;
     }
@@ -275,6 +248,8 @@ void report_failures(const std::vector<ExecOutcome>& outcomes, bool& any_unreach
     if (found == by_status.end()) by_status.push_back({status, {outcome.host}});
     else found->second.push_back(outcome.host);
   }
+  for (const auto& folded : playbooks::fold_messages(errors))
+    log::error(folded.line, {{"host", inventory::fold_names(folded.hosts)}});
   for (const auto& [status, hosts] : by_status) {
     std::string names = inventory::fold_names(hosts);
     log::error(fmt::format("{}: exited with {}", names, status), {{"host", names}, {"exit_status", status}});
@@ -297,7 +272,7 @@ void run_exec(Context& ctx, const ReachFlags& reach, const ExecFlags& flags) {
   std::string command = join_words(flags.words);
   auto transport = make_ssh_transport(reach);
   // In --stream mode the lines themselves show that the run moves.
-  RunningHosts progress(*hosts, !ctx.quiet && !flags.stream);
+  RunningHosts progress(*hosts, flags.stream ? ProgressMode::none : progress_mode(ctx.quiet));
   std::optional<LineStreamer> streamer;
   if (flags.stream) streamer.emplace(progress);
   std::vector<std::optional<ExecOutcome>> slots(hosts->size());

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/paths.h"
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
@@ -35,12 +36,6 @@ struct MakeTestOptions {
 void fail(Context& ctx, const std::string& message) {
   log::error(message);
   ctx.exit_code = exit_error;
-}
-
-std::string binary_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
 }
 
 bool has_tokenizer_files(const fs::path& dir) {

@@ -3,20 +3,17 @@
 // control node). Output: per task, hosts with the same result on one folded
 // line (report_text.h), then the recap; --json for machines; a progress line
 // on stderr. Exit 0 / 2 (a host failed) / 4 (a host unreachable).
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/rank_launch.h"
 #include "cli/reach_options.h"
 #include "inventory/load.h"
@@ -66,108 +63,55 @@ std::set<std::string> split_tags(const std::vector<std::string>& items) {
   return tags;
 }
 
-// Where the progress line goes: redrawn in place on a terminal, a line now
-// and then with -v when stderr is a file or pipe (logs), else nowhere; -q: nowhere.
-enum class ProgressStyle { none, in_place, lines };
-
-ProgressStyle progress_style(int verbosity, bool quiet) {
-  if (quiet) return ProgressStyle::none;
-  if (::isatty(STDERR_FILENO)) return ProgressStyle::in_place;
-  return verbosity > 0 ? ProgressStyle::lines : ProgressStyle::none;
-}
-
-size_t terminal_columns() {
-  winsize size{};
-  // One column short: a line that fills the last column makes the terminal wrap before \r.
-  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) return size.ws_col - 1;
-  return 79;
-}
-
 // Each task's folded lines on stdout once every host has done it, and the
-// progress by hosts x tasks on stderr (stdout stays the report, or the one
-// JSON document).
+// progress by hosts x tasks on stderr (cli/progress.h; stdout stays the
+// report, or the one JSON document): redrawn in place on a terminal, a line
+// every 5 s with -v when stderr is a file or pipe (logs), else nowhere.
 class LivePrinter : public playbooks::PlayObserver {
  public:
-  LivePrinter(std::string play, playbooks::TextOptions text, bool print_tasks, ProgressStyle style)
-      : text_(text), print_tasks_(print_tasks), style_(style) {
-    progress_.play = std::move(play);
-  }
-  ~LivePrinter() override { finish(); }
+  LivePrinter(std::string play, playbooks::TextOptions text, bool print_tasks, ProgressMode mode)
+      : text_(text), print_tasks_(print_tasks), state_{.play = std::move(play)},
+        progress_(mode, [this](uint64_t, uint64_t, bool bar, size_t width) { return line(bar, width); }, timing()) {}
 
   void play_started(size_t tasks, size_t hosts) override {
-    std::lock_guard lock(mutex_);
-    progress_.tasks = tasks;
-    progress_.hosts = hosts;
-    if (style_ == ProgressStyle::lines) ticker_ = std::thread([this] { tick(); });
+    progress_.update([&] {
+      state_.tasks = tasks;
+      state_.hosts = hosts;
+    });
   }
   void task_started(const std::string& name, size_t hosts) override {
-    std::lock_guard lock(mutex_);
-    progress_.start_task(name, hosts);
-    draw(true);
+    progress_.update([&] { state_.start_task(name, hosts); }, true);
   }
   void host_done() override {
-    std::lock_guard lock(mutex_);
-    progress_.host_done();
-    draw(false);
+    progress_.update([&] { state_.host_done(); });
   }
   void task_done(const playbooks::TaskReport& task) override {
-    std::lock_guard lock(mutex_);
     if (!print_tasks_) return;
-    clear();
-    std::fputs(playbooks::format_task(task, text_).c_str(), stdout);
-    std::fflush(stdout);
-    draw(true);
+    progress_.print_above([&] {
+      std::fputs(playbooks::format_task(task, text_).c_str(), stdout);
+      std::fflush(stdout);
+    });
   }
   // Clears the progress line; the report's recap follows on a clean line.
-  void finish() {
-    {
-      std::lock_guard lock(mutex_);
-      finished_ = true;
-      clear();
-    }
-    wake_.notify_all();
-    if (ticker_.joinable()) ticker_.join();
-  }
+  void finish() { progress_.finish(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  static constexpr auto kRedraw = std::chrono::milliseconds(100);
-  static constexpr auto kLineEvery = std::chrono::seconds(5);
-
-  // Not while connecting: a password prompt or a host-key notice is written
-  // to the terminal then, and a redrawn line would run into it. At most every
-  // kRedraw: a redraw per host would flood a slow terminal at 64 hosts.
-  void draw(bool now) {
-    if (style_ != ProgressStyle::in_place || finished_ || progress_.task == 0) return;
-    auto at = Clock::now();
-    if (!now && at - drawn_at_ < kRedraw) return;
-    drawn_at_ = at;
-    std::fprintf(stderr, "\r%s\x1b[K", playbooks::progress_line(progress_, terminal_columns()).c_str());
-    std::fflush(stderr);
-    drawn_ = true;
+  static ProgressTiming timing() {
+    ProgressTiming timing;
+    timing.ticker = true;  // lines every 5 s while one task runs long
+    return timing;
   }
-  void clear() {
-    if (!drawn_) return;
-    std::fputs("\r\x1b[K", stderr);
-    std::fflush(stderr);
-    drawn_ = false;
-  }
-  void tick() {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, kLineEvery, [this] { return finished_; }))
-      log::info(playbooks::progress_line(progress_, playbooks::kReportWidth));
+  // Not on a terminal while connecting: a password prompt or a host-key
+  // notice is written there then, and a redrawn line would run into it.
+  std::string line(bool bar, size_t width) const {
+    if (bar && state_.task == 0) return "";
+    return playbooks::progress_line(state_, width);
   }
 
   playbooks::TextOptions text_;
   bool print_tasks_;
-  ProgressStyle style_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::thread ticker_;
-  playbooks::PlayProgress progress_;
-  Clock::time_point drawn_at_{};
-  bool drawn_ = false;
-  bool finished_ = false;
+  playbooks::PlayProgress state_;
+  Progress progress_;  // last: its ticker reads the state above
 };
 
 int run_and_report(const playbooks::Playbook& book, const std::vector<inventory::Host>& hosts,
@@ -178,7 +122,7 @@ int run_and_report(const playbooks::Playbook& book, const std::vector<inventory:
   settings.skip_tags = split_tags(flags.skip);
   auto transport = make_ssh_transport(reach);
   playbooks::TextOptions text{.diff = flags.diff, .per_host = verbosity > 0};
-  LivePrinter printer(book.name, text, !flags.json, progress_style(verbosity, quiet));
+  LivePrinter printer(book.name, text, !flags.json, progress_mode(quiet, verbosity > 0));
   if (!flags.json)
     std::printf("PLAY [%s] on %zu host%s%s\n", book.name.c_str(), hosts.size(), hosts.size() == 1 ? "" : "s",
                 flags.check ? " (check mode: nothing is changed)" : "");

@@ -1,23 +1,21 @@
 // xftctl sync DIR: pushes a directory (a model, binaries) to the same path on
 // every host over SFTP, hosts in parallel, sending only files whose size or
 // hash differ (playbooks/sync.h). For clusters without a shared file system.
-#include <unistd.h>
-
-#include <atomic>
+#include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 #include "cli/reach_options.h"
 #include "inventory/grammar.h"
+#include "inventory/load.h"
 #include "remote/fanout.h"
+#include "playbooks/report_text.h"
 #include "playbooks/sync.h"
 #include "common/log.h"
 
@@ -46,62 +44,41 @@ std::string mebibytes(uint64_t bytes) {
   return text;
 }
 
-// Totals across hosts, drawn on stderr: redrawn in place on a terminal, a
-// line every few seconds otherwise (logs of long runs still show movement).
-class ProgressLine {
+// Totals across hosts on stderr (cli/progress.h): redrawn in place on a
+// terminal, a line every 5 s otherwise (logs of long runs still show movement).
+class SyncProgressLine {
  public:
-  ProgressLine(size_t hosts, bool enabled)
-      : hosts_(hosts), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1) {
-    if (enabled_) drawer_ = std::thread([this] { draw_loop(); });
-  }
-  ~ProgressLine() { finish(); }
+  SyncProgressLine(size_t hosts, ProgressMode mode)
+      : hosts_(hosts), progress_(mode, [this](uint64_t, uint64_t, bool, size_t) { return line(); }, timing()) {}
 
   void add(const playbooks::SyncProgress& step) {
-    std::lock_guard lock(mutex_);
-    if (step.planned_files || step.planned_bytes || (!step.sent_files && !step.sent_bytes)) ++hosts_planned_;
-    planned_files_ += step.planned_files;
-    planned_bytes_ += step.planned_bytes;
-    sent_files_ += step.sent_files;
-    sent_bytes_ += step.sent_bytes;
+    progress_.update([&] {
+      if (step.planned_files || step.planned_bytes || (!step.sent_files && !step.sent_bytes)) ++hosts_planned_;
+      planned_files_ += step.planned_files;
+      planned_bytes_ += step.planned_bytes;
+      sent_files_ += step.sent_files;
+      sent_bytes_ += step.sent_bytes;
+    });
   }
-
-  void finish() {
-    if (!drawer_.joinable()) return;
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    drawer_.join();
-    if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
-  }
+  void finish() { progress_.finish(); }
 
  private:
+  static ProgressTiming timing() {
+    ProgressTiming timing;
+    timing.redraw = timing.show_after = std::chrono::milliseconds(200);
+    timing.ticker = true;
+    return timing;
+  }
   std::string line() const {
     return "sync: " + mebibytes(sent_bytes_) + " of " + mebibytes(planned_bytes_) + ", " +
            std::to_string(sent_files_) + " of " + std::to_string(planned_files_) + " files, " +
            std::to_string(hosts_planned_) + " of " + std::to_string(hosts_) + " hosts compared";
   }
 
-  void draw_loop() {
-    auto period = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, period, [this] { return done_; })) {
-      if (tty_) std::fprintf(stderr, "\r\033[K%s", line().c_str());
-      else log::info(line());
-      std::fflush(stderr);
-      drawn_ = true;
-    }
-  }
-
   size_t hosts_;
-  bool enabled_, tty_;
-  bool drawn_ = false, done_ = false;
   size_t hosts_planned_ = 0, planned_files_ = 0, sent_files_ = 0;
   uint64_t planned_bytes_ = 0, sent_bytes_ = 0;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::thread drawer_;
+  Progress progress_;  // last: its ticker reads the counters above
 };
 
 HostOutcome sync_host(remote::Transport& transport, const inventory::Host& host, const playbooks::SyncPlan& plan,
@@ -122,9 +99,9 @@ std::string plural(size_t count, const char* word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
 }
 
-// "h01: sent 3 files, 1200 bytes; 997 unchanged; 2 dirs created"
-std::string summary_line(const std::string& host, const playbooks::SyncReport& report, bool check) {
-  std::string line = host + ": " + (check ? "would send " : "sent ") + plural(report.files_sent, "file") + ", " +
+// "sent 3 files, 1200 bytes; 997 unchanged; 2 dirs created"
+std::string summary_text(const playbooks::SyncReport& report, bool check) {
+  std::string line = std::string(check ? "would send " : "sent ") + plural(report.files_sent, "file") + ", " +
                      std::to_string(report.bytes_sent) + " bytes; " + std::to_string(report.files_unchanged) +
                      " unchanged";
   auto extra = [&](size_t count, const char* what) {
@@ -178,6 +155,77 @@ void print_json(const std::string& root, const std::string& dest, bool check, do
   std::printf("%s\n", doc.dump(2).c_str());
 }
 
+// What the report says of one host past its name: its summary (or its
+// failure), and under --check or -v a line per change.
+struct HostBlock {
+  std::string summary;
+  std::string changes;
+  std::vector<std::string> hosts;
+};
+
+// Hosts whose report reads the same share one block, in the order each first appears.
+std::vector<HostBlock> fold_reports(const std::vector<HostOutcome>& outcomes, bool check, bool with_changes) {
+  std::vector<HostBlock> blocks;
+  for (const auto& outcome : outcomes) {
+    HostBlock key;
+    if (outcome.error) {
+      key.summary = remote::failure_name(outcome.error->kind);
+    } else {
+      key.summary = summary_text(*outcome.report, check);
+      if (with_changes)
+        for (const auto& change : outcome.report->changes) key.changes += "  " + playbooks::describe_change(change) + "\n";
+    }
+    auto same = std::find_if(blocks.begin(), blocks.end(), [&](const HostBlock& block) {
+      return block.summary == key.summary && block.changes == key.changes;
+    });
+    if (same == blocks.end()) same = blocks.insert(blocks.end(), std::move(key));
+    same->hosts.push_back(outcome.host);
+  }
+  return blocks;
+}
+
+// "h[01-64]: sent 3 files, 1200 bytes; 997 unchanged"; a host set too wide
+// for the line continues on lines of its own, each ending with ','.
+void print_folded(const std::vector<HostOutcome>& outcomes, bool check, bool with_changes) {
+  constexpr size_t kLeast = 24;  // room for a few ranges even beside a long summary
+  for (const auto& block : fold_reports(outcomes, check, with_changes)) {
+    size_t room = std::max(kLeast, playbooks::kReportWidth - std::min(playbooks::kReportWidth, block.summary.size() + 2));
+    auto lines = playbooks::fold_lines(block.hosts, room);
+    for (size_t i = 0; i + 1 < lines.size(); ++i) std::printf("%s\n", lines[i].c_str());
+    std::printf("%s: %s\n%s", lines.back().c_str(), block.summary.c_str(), block.changes.c_str());
+  }
+}
+
+// One stderr line per failure, hosts failing the same way folded.
+void report_errors(const std::vector<HostOutcome>& outcomes, bool& any_unreachable, bool& any_failed) {
+  std::vector<playbooks::HostMessage> errors;
+  for (const auto& outcome : outcomes) {
+    if (!outcome.error) continue;
+    (outcome.error->kind == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
+    errors.push_back({outcome.host, outcome.error->message});
+  }
+  for (const auto& folded : playbooks::fold_messages(errors))
+    log::error(folded.line, {{"host", inventory::fold_names(folded.hosts)}});
+}
+
+// The folded hosts, then the totals.
+void print_report(const std::string& root, const std::string& dest, bool check, bool verbose, double seconds,
+                  const std::vector<HostOutcome>& outcomes) {
+  print_folded(outcomes, check, check || verbose);
+  size_t ok = 0, files = 0;
+  uint64_t bytes = 0;
+  for (const auto& outcome : outcomes) {
+    if (!outcome.report) continue;
+    ++ok;
+    files += outcome.report->files_sent;
+    bytes += outcome.report->bytes_sent;
+  }
+  std::printf("%s -> %s on %s: %zu ok, %zu failed; %s %s, %llu bytes (%s) in %.1f s\n", root.c_str(), dest.c_str(),
+              plural(outcomes.size(), "host").c_str(), ok, outcomes.size() - ok, check ? "would send" : "sent",
+              plural(files, "file").c_str(), static_cast<unsigned long long>(bytes), mebibytes(bytes).c_str(),
+              seconds);
+}
+
 std::string default_dest(const std::string& dir) {
   std::string path = std::filesystem::absolute(dir).lexically_normal().generic_string();
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -201,7 +249,7 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
 
   auto started = Clock::now();
-  ProgressLine progress(hosts->size(), !ctx.quiet && !flags.check);
+  SyncProgressLine progress(hosts->size(), flags.check ? ProgressMode::none : progress_mode(ctx.quiet));
   playbooks::SyncOptions options;
   options.check_only = flags.check;
   options.delete_extra = flags.delete_extra;
@@ -213,42 +261,11 @@ void run_sync(Context& ctx, const ReachFlags& reach, const SyncFlags& flags) {
   progress.finish();
   double seconds = std::chrono::duration<double>(Clock::now() - started).count();
 
-  if (flags.json) {
-    print_json(plan->root(), dest, flags.check, seconds, outcomes);
-    std::fflush(stdout);
-    bool any_unreachable = false, any_failed = false;
-    for (const auto& outcome : outcomes) {
-      if (!outcome.error) continue;
-      (outcome.error->kind == remote::Failure::unreachable ? any_unreachable : any_failed) = true;
-      log::error(outcome.error->message, {{"host", outcome.host}});
-    }
-    ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
-    return;
-  }
-  bool any_unreachable = false, any_failed = false;
-  size_t ok = 0, files = 0;
-  uint64_t bytes = 0;
-  for (const auto& outcome : outcomes) {
-    if (outcome.error) {
-      bool unreachable = outcome.error->kind == remote::Failure::unreachable;
-      (unreachable ? any_unreachable : any_failed) = true;
-      std::printf("%s: %s\n", outcome.host.c_str(), remote::failure_name(outcome.error->kind));
-      log::error(outcome.error->message, {{"host", outcome.host}});
-      continue;
-    }
-    ++ok;
-    files += outcome.report->files_sent;
-    bytes += outcome.report->bytes_sent;
-    std::printf("%s\n", summary_line(outcome.host, *outcome.report, flags.check).c_str());
-    if (flags.check || ctx.verbosity > 0)
-      for (const auto& change : outcome.report->changes)
-        std::printf("  %s\n", playbooks::describe_change(change).c_str());
-  }
-  std::printf("%s -> %s on %s: %zu ok, %zu failed; %s %s, %llu bytes (%s) in %.1f s\n", plan->root().c_str(),
-              dest.c_str(), plural(outcomes.size(), "host").c_str(), ok, outcomes.size() - ok,
-              flags.check ? "would send" : "sent", plural(files, "file").c_str(),
-              static_cast<unsigned long long>(bytes), mebibytes(bytes).c_str(), seconds);
+  if (flags.json) print_json(plan->root(), dest, flags.check, seconds, outcomes);
+  else print_report(plan->root(), dest, flags.check, ctx.verbosity > 0, seconds, outcomes);
   std::fflush(stdout);
+  bool any_unreachable = false, any_failed = false;
+  report_errors(outcomes, any_unreachable, any_failed);
   ctx.exit_code = reach_exit_code(any_unreachable, any_failed);
 }
 

@@ -70,12 +70,7 @@ std::string task_title(const TaskReport& task) {
 // way then fold into one line.
 std::string shown_message(const HostResult& item) {
   if (item.result.status == TaskStatus::ok || item.result.status == TaskStatus::skipped) return "";
-  std::string msg = item.result.msg;
-  if (msg.rfind(item.host + ": ", 0) == 0) {
-    msg.erase(0, item.host.size() + 2);
-  } else if (msg.rfind(item.host + " (", 0) == 0) {
-    if (size_t end = msg.find("): "); end != std::string::npos) msg.erase(0, end + 3);
-  }
+  std::string msg = message_without_host(item.host, item.result.msg);
   const std::string said = "unreachable: ";
   if (item.result.status == TaskStatus::unreachable && msg.rfind(said, 0) == 0) msg.erase(0, said.size());
   return msg;
@@ -182,6 +177,36 @@ std::string format_recap_folded(const PlayReport& report, size_t width) {
 }
 
 }  // namespace
+
+std::string message_without_host(const std::string& host, const std::string& message) {
+  if (message.rfind(host + ": ", 0) == 0) return message.substr(host.size() + 2);
+  if (message.rfind(host + " (", 0) == 0)
+    if (size_t end = message.find("): "); end != std::string::npos) return message.substr(end + 3);
+  return message;
+}
+
+std::vector<FoldedMessage> fold_messages(const std::vector<HostMessage>& messages) {
+  struct Group {
+    std::string rest;
+    std::vector<const HostMessage*> members;
+  };
+  std::vector<Group> groups;
+  for (const auto& item : messages) {
+    std::string rest = message_without_host(item.host, item.message);
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& group) { return group.rest == rest; });
+    if (same == groups.end()) same = groups.insert(groups.end(), Group{std::move(rest), {}});
+    same->members.push_back(&item);
+  }
+  std::vector<FoldedMessage> folded;
+  for (const auto& group : groups) {
+    FoldedMessage line;
+    for (const auto* member : group.members) line.hosts.push_back(member->host);
+    line.line = group.members.size() == 1 ? group.members.front()->message
+                                           : inventory::fold_names(line.hosts) + ": " + group.rest;
+    folded.push_back(std::move(line));
+  }
+  return folded;
+}
 
 std::vector<std::string> fold_lines(const std::vector<std::string>& names, size_t width) {
   if (names.empty()) return {""};

@@ -30,6 +30,23 @@ std::string format_recap(const PlayReport& report, const TextOptions& options = 
 // ',' so that the lines joined give the whole set back.
 std::vector<std::string> fold_lines(const std::vector<std::string>& names, size_t width);
 
+// A message without the "HOST: " or "HOST (ADDRESS): " it starts with, for
+// a line that names its hosts itself.
+std::string message_without_host(const std::string& host, const std::string& message);
+
+struct HostMessage {
+  std::string host;
+  std::string message;  // names the host: "h03 (10.0.0.3): unreachable: Connection refused"
+};
+struct FoldedMessage {
+  std::vector<std::string> hosts;
+  std::string line;
+};
+// Hosts with the same message (past their own names) share one line,
+// "h[03,05]: unreachable: Connection refused", in the order each message
+// first appears; a host alone keeps its message whole, address included.
+std::vector<FoldedMessage> fold_messages(const std::vector<HostMessage>& messages);
+
 // Where a run stands, for a progress line: the connection (task 0), then
 // each task the run tries; its units are hosts x tasks, the ones still ahead
 // counted with the current task's hosts (hosts that leave the play do no more).

@@ -2,71 +2,48 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 namespace xft::cli::run_qwen {
 namespace {
 
-constexpr int kBarWidth = 10;
+constexpr size_t kBarCells = 10;
 
-std::chrono::milliseconds progress_interval() {
-  const char* env = std::getenv("XFTCTL_PROGRESS_INTERVAL_MS");
-  if (env && *env) {
-    char* end = nullptr;
-    const long ms = std::strtol(env, &end, 10);
-    if (*end == '\0' && ms >= 0) return std::chrono::milliseconds(ms);
-  }
-  return std::chrono::seconds(5);
+// "loading NAME: 600/1201 MiB [#####     ] 49%" on a terminal, "... (49%)" elsewhere.
+std::string load_text(const std::string& name, uint64_t done, uint64_t total, bool bar) {
+  const unsigned percent = total > 0 ? static_cast<unsigned>(done * 100 / total) : 100;
+  std::string text = "loading " + name + ": " + std::to_string(done >> 20) + "/" + std::to_string(total >> 20) + " MiB ";
+  if (!bar) return text + "(" + std::to_string(percent) + "%)";
+  return text + progress_bar(percent, 100, kBarCells) + " " + std::to_string(percent) + "%";
+}
+
+Progress::Output raw_lines() {
+  Progress::Output output;
+  output.line = [](const std::string& text) {
+    std::fprintf(stderr, "%s\n", text.c_str());
+    std::fflush(stderr);
+  };
+  return output;
 }
 
 }  // namespace
 
 LoadProgress::LoadProgress(std::string name, bool terminal)
-    : name_(std::move(name)), terminal_(terminal), interval_(progress_interval()),
-      last_(std::chrono::steady_clock::now()) {}
-
-std::string LoadProgress::line(uint64_t done, uint64_t total, int percent) const {
-  char text[256];
-  const unsigned long long done_mib = done >> 20, total_mib = total >> 20;
-  if (!terminal_) {
-    std::snprintf(text, sizeof text, "loading %s: %llu/%llu MiB (%d%%)", name_.c_str(), done_mib, total_mib, percent);
-    return text;
-  }
-  const int filled = percent * kBarWidth / 100;
-  const std::string bar = std::string(filled, '#') + std::string(kBarWidth - filled, ' ');
-  std::snprintf(text, sizeof text, "loading %s: %llu/%llu MiB [%s] %d%%", name_.c_str(), done_mib, total_mib,
-                bar.c_str(), percent);
-  return text;
-}
+    : name_(std::move(name)),
+      progress_(terminal ? ProgressMode::bar : ProgressMode::lines,
+                [this](uint64_t done, uint64_t total, bool bar, size_t) { return load_text(name_, done, total, bar); },
+                {}, raw_lines()) {}
 
 void LoadProgress::update(uint64_t done, uint64_t total) {
   // The total is an estimate: the bar stays short of 100% until the load says it is done.
-  if (finished_) return;
-  const bool finished = done == total;
-  finished_ = finished;
-  if (!finished) done = std::min(done, total > 0 ? total - 1 : 0);
-  const int percent = total > 0 ? static_cast<int>(done * 100 / total) : 100;
-  if (terminal_) {
-    if (percent == shown_percent_ && !finished) return;
-    shown_percent_ = percent;
-    // \r and erase-line: redrawn in place; the finished bar stays as one line.
-    std::fprintf(stderr, "\r\033[K%s%s", line(done, total, percent).c_str(), finished ? "\n" : "");
-    std::fflush(stderr);
+  if (done == total) {
+    progress_.set(done, total);
+    progress_.finish(true);
     return;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (finished ? !any_line_ : now - last_ < interval_) return;
-  last_ = now;
-  any_line_ = true;
-  std::fprintf(stderr, "%s\n", line(done, total, percent).c_str());
-  std::fflush(stderr);
+  progress_.set(std::min(done, total > 0 ? total - 1 : 0), total);
 }
 
-void LoadProgress::abandon() {
-  if (!terminal_ || shown_percent_ < 0) return;
-  std::fputs("\r\033[K", stderr);
-  std::fflush(stderr);
-}
+void LoadProgress::abandon() { progress_.finish(); }
 
 }  // namespace xft::cli::run_qwen

@@ -11,6 +11,7 @@
 
 #include "engine/checkpoint/presets.h"
 #include "engine/checkpoint/weights.h"
+#include "cli/paths.h"
 #include "cli/run/load_progress.h"
 #include "common/log.h"
 
@@ -55,12 +56,6 @@ Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
     pos = comma + 1;
   }
   return cpus;
-}
-
-std::string binary_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
 }
 
 bool has_tokenizer(const fs::path& dir) {

@@ -13,19 +13,21 @@ bench=(run qwen --fake-model qwen2.5-0.5b --threads 2 --bench --input-tokens 1 -
 final_bar='loading qwen2.5-0.5b: 1201/1201 MiB [##########] 100%'
 final_line='loading qwen2.5-0.5b: 1201/1201 MiB (100%)'
 
-# 1. A terminal (script gives the command one): the bar is redrawn with \r and
-#    erase-line, and the last drawing is the finished bar, ended by a newline.
+# 1. A terminal (script gives the command one): the bar is redrawn with \r,
+#    each drawing ended by erase-line, and the last drawing is the finished
+#    bar, ended by a newline.
 script -qec "$(printf '%q ' "$XFTCTL" "${bench[@]}") >/dev/null" /dev/null >"$tmp/tty" ||
   fail "run qwen under a terminal failed: $(cat "$tmp/tty")"
 python3 - "$tmp/tty" "$final_bar" <<'PY' || fail "terminal progress: $(cat -v "$tmp/tty")"
 import re, sys
 text = open(sys.argv[1], "rb").read().decode()
-drawings = text.split("\r\x1b[K")[1:]
+drawings = re.findall(r"\r([^\r\x1b]*)\x1b\[K", text)
 assert len(drawings) >= 2, drawings
 for d in drawings[:-1]:
     assert re.fullmatch(r"loading qwen2\.5-0\.5b: \d+/1201 MiB \[#* *\] \d{1,2}%", d), repr(d)
     assert len(re.search(r"\[(.*)\]", d).group(1)) == 10, repr(d)
-assert drawings[-1].startswith(sys.argv[2] + "\r\n"), repr(drawings[-1])
+assert drawings[-1] == sys.argv[2], repr(drawings[-1])
+assert "\r" + sys.argv[2] + "\x1b[K\r\n" in text, repr(text[-200:])
 PY
 
 # 2. Not a terminal: lines, the last one the finished load, said once.
