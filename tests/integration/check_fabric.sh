@@ -141,13 +141,13 @@ h04 $system_libfabric" "$(jq -r '.libfabric | to_entries[] | "\(.key) \(.value.p
   "the libfabric each host's worker loaded in JSON (h02's client ran though h03 is blocked)"
 ((took < 90)) || fail "a blocked pair must cost its timeouts, not more: the run took ${took}s"
 
-xft check fabric --hosts 'h[02-04]' "${common[@]}"
+# The text report on the blocked pair and its reverse alone (two rounds).
+xft check fabric --hosts 'h[02-03]' "${common[@]}"
 assert_eq 1 "$RC" "exit code with a blocked pair (text)"
 h03_port=$(sed -n 's/^h02 -> h03  *tcp  .*FAIL     port \([0-9]*\): .*/\1/p' <<<"$OUT")
 blocked=$(sed -n '/^h02 -> h03  *tcp /,/^h02 -> h03  *libfabric /p' <<<"$OUT" | sed '$d')
-# Outliers among the other pairs may add latency/bandwidth WARN rows, folded
-# (their subjects may widen the WHO column); libfabric is the widest check.
-width=$(($(head -n 1 <<<"$OUT" | awk '{ print index($0, "CHECK") }') - 3))
+# One figure per matrix: no outliers; libfabric is the widest check.
+width=10
 check_width=21
 assert_eq "$(problem 'h02 -> h03' tcp FAIL "port $h03_port: timed out after 2 s" \
   "allow all traffic inside the security group (here: new TCP connections from h02 to h03; see \`iptables -S\` / \`nft list ruleset\` on h03)"
@@ -157,16 +157,16 @@ $OUT"
 grep -qE '^h02 -> h03 +libfabric tcp;ofi_rxm  FAIL     no answer to the first message within 2 s' <<<"$OUT" ||
   fail "the blocked direction's libfabric row in:
 $OUT"
-assert_eq "" "$(grep '^h03 -> h02 ' <<<"$OUT" | grep -v '  \(latency\|bandwidth\)  ' || true)" "no problem the other way"
-grep -qE '^3 hosts, 6 pairs: [0-9]+ PASS, [0-9]+ WARN, 3 FAIL$' <<<"$OUT" || fail "summary line in:
+assert_eq "" "$(grep '^h03 -> h02 ' <<<"$OUT" || true)" "no problem the other way"
+grep -qE '^2 hosts, 2 pairs: [0-9]+ PASS, 0 WARN, 3 FAIL$' <<<"$OUT" || fail "summary line in:
 $OUT"
 assert_eq "libfabric measured: $version ($efa_libfabric) on h02
-libfabric measured: $version ($system_libfabric) on h[03-04]" "$(grep -A2 '^3 hosts, 6 pairs' <<<"$OUT" | sed 1d)" \
+libfabric measured: $version ($system_libfabric) on h03" "$(grep -A2 '^2 hosts, 2 pairs' <<<"$OUT" | sed 1d)" \
   "the libfabrics measured, under the summary"
 assert_contains "$OUT" "
 latency, 8 B, one way (us; row: from, column: to)
 from \\ to  " "the latency matrix"
-grep -qE '^h02 +- +FAIL +[0-9.]+( !)?$' <<<"$OUT" || fail "h02's latency row: FAIL to h03 in:
+grep -qE '^h02 +- +FAIL$' <<<"$OUT" || fail "h02's latency row: FAIL to h03 in:
 $OUT"
 ip netns exec "$(host_var h03 NS)" iptables -D INPUT -s "$h02" -m conntrack --ctstate NEW -j DROP
 
