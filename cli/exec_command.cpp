@@ -77,6 +77,7 @@ class RunningHosts {
     std::vector<std::string> left;
     for (size_t i = 0; i < names_.size(); ++i)
       if (running_[i]) left.push_back(names_[i]);
+    if (left.empty()) return "";  // all done: the report follows at once
     std::string text = std::to_string(left.size()) + " of " + std::to_string(names_.size()) +
                        " hosts still running: " + inventory::fold_names(left);
     if (text.size() > width) text = text.substr(0, width - 3) + "...";

@@ -116,6 +116,9 @@ assert_eq "xftctl: h01 ($(addr h01)): command timed out after 1s: sleep 8" "$ERR
 xft exec --json --timeout 1 --hosts h01 -- sleep 8
 assert_eq 2 "$RC" "exec --json past --timeout"
 assert_eq "timeout null" "$(jq -r '.hosts[0] | "\(.status) \(.exit_status)"' <<<"$OUT")" "json timeout"
+xft exec --timeout 1 --hosts 'h[01-02]' -- sleep 8
+assert_eq 2 "$RC" "exec past --timeout on two hosts"
+assert_eq "xftctl: h[01-02]: command timed out after 1s: sleep 8" "$ERR" "hosts timed out alike: one line"
 assert_contains "$("$XFTCTL" exec --help)" "--timeout INT:INT in [0 - 604800]=600" "exec's default timeout"
 
 step "exec on a terminal: the hosts still running, redrawn in place and cleared"
@@ -139,11 +142,11 @@ expected=""
 for h in "${H[@]}"; do expected+="---- $h (exit 0) ----"$'\n'"$h"$'\n'"$h"$'\n'; done
 assert_eq "${expected%$'\n'}" "$OUT" "per-host files"
 
-step "the transport against a real sshd (unit_launcher SshTransportLive.*)"
-unit_launcher="${XFT_BUILD_DIR:?}/tests/unit_launcher"
+step "the transport against a real sshd (unit_remote SshTransportLive.*)"
+unit_remote="${XFT_BUILD_DIR:?}/tests/unit_remote"
 XFT_SSH_TEST_ADDRESS=$(addr h01) XFT_SSH_TEST_PASSWORD_ENV=XFT_TEST_PASSWORD \
   XFT_SSH_TEST_KNOWN_HOSTS="$KNOWN_HOSTS" \
-  "$unit_launcher" --gtest_filter='SshTransportLive.*' --gtest_brief=1 >"$TEST_TMP/live.log" 2>&1 \
+  "$unit_remote" --gtest_filter='SshTransportLive.*' --gtest_brief=1 >"$TEST_TMP/live.log" 2>&1 \
   || fail "SshTransportLive: $(cat "$TEST_TMP/live.log")"
 grep -q "SKIPPED" "$TEST_TMP/live.log" && fail "SshTransportLive tests were skipped: $(cat "$TEST_TMP/live.log")"
 grep -q "PASSED.* 6 tests" "$TEST_TMP/live.log" || fail "SshTransportLive did not run 6 tests: $(cat "$TEST_TMP/live.log")"
@@ -178,8 +181,15 @@ assert_contains "$ERR" "xftctl: h03 ($(addr h03)): unreachable: " "unreachable m
 xft exec -- echo hi
 assert_eq 4 "$RC" "exec with h03 down"
 assert_eq $'---- h[01-02,04] (exit 0) ----\nhi' "$OUT" "exec folding without h03"
+assert_eq "xftctl: h03 ($(addr h03)): unreachable: Connection refused" "$ERR" "one unreachable host: its whole message"
 xft exec -- 'test $(hostname) != h01'
 assert_eq 4 "$RC" "unreachable wins over a failed command"
+cluster stop-host h04
+xft exec -- echo hi
+assert_eq 4 "$RC" "exec with h03 and h04 down"
+assert_eq $'---- h[01-02] (exit 0) ----\nhi' "$OUT" "exec folding without h03 and h04"
+assert_eq "xftctl: h[03-04]: unreachable: Connection refused" "$ERR" "hosts unreachable alike: one line"
+cluster start-host h04
 cluster start-host h03
 xft ping --hosts h03
 assert_eq 0 "$RC" "h03 back after start-host"

@@ -201,6 +201,29 @@ TEST(ReportText, NineteenTasksOnSixtyFourHostsFitAHundredColumnsAndSixtyLines) {
   EXPECT_EQ("  node[01-64]  ok=7 changed=6 failed=0 unreachable=0 skipped=6", lines.back());
 }
 
+TEST(ReportText, MessagesLoseTheirHostOnlyWhereTheyStartWithIt) {
+  EXPECT_EQ("unreachable: refused", message_without_host("h03", "h03 (10.0.0.3): unreachable: refused"));
+  EXPECT_EQ("exited with 2", message_without_host("h03", "h03: exited with 2"));
+  EXPECT_EQ("h030: exited with 2", message_without_host("h03", "h030: exited with 2"));
+  EXPECT_EQ("cannot read", message_without_host("h03", "cannot read"));
+}
+
+TEST(ReportText, HostsFailingAlikeShareALineAndAHostAloneKeepsItsMessage) {
+  std::vector<HostMessage> messages{
+      {"h03", "h03 (10.0.0.3): unreachable: Connection refused"},
+      {"h04", "h04 (10.0.0.4): command timed out after 1s: sleep 8"},
+      {"h05", "h05 (10.0.0.5): unreachable: Connection refused"},
+      {"h07", "h07: unreachable: Connection refused"},
+  };
+  auto folded = fold_messages(messages);
+  ASSERT_EQ(2u, folded.size());
+  EXPECT_EQ("h[03,05,07]: unreachable: Connection refused", folded[0].line);
+  EXPECT_EQ((std::vector<std::string>{"h03", "h05", "h07"}), folded[0].hosts);
+  EXPECT_EQ("h04 (10.0.0.4): command timed out after 1s: sleep 8", folded[1].line);
+  EXPECT_EQ(std::vector<std::string>{"h04"}, folded[1].hosts);
+  EXPECT_TRUE(fold_messages({}).empty());
+}
+
 TEST(ReportText, ProgressLineCountsHostsTimesTasks) {
   PlayProgress progress;
   progress.play = "setup hosts";
