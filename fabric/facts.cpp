@@ -94,13 +94,7 @@ tool() {
 # EFA's libfabric, when installed, is the one the pair workers load: fi_info
 # answers for it (EFA's fi_info if there, else PATH's run against it).
 fi_info=fi_info
-efa=
-for d in /opt/amazon/efa/lib64 /opt/amazon/efa/lib; do
-  if [ -e "$r$d/libfabric.so.1" ]; then efa=$d; break; fi
-done
-if [ -n "$efa" ]; then
-  hdr "efa libfabric"; echo "$efa"
-  hdr "LD_LIBRARY_PATH"; echo "${LD_LIBRARY_PATH:-}"
+)SH" + launcher::efa_libfabric_probe_shell() + R"SH(if [ -n "$efa" ]; then
   fi_bin=fi_info
   [ -x "$r/opt/amazon/efa/bin/fi_info" ] && fi_bin=$r/opt/amazon/efa/bin/fi_info
   efa_fi_info() { LD_LIBRARY_PATH="$r$efa${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$fi_bin" "$@"; }
@@ -145,9 +139,7 @@ hdr "numactl"; command -v numactl || true
 
 std::vector<std::string> libfabric_env(const FabricFacts& facts) {
   if (facts.efa_libfabric_dir.empty()) return {};
-  std::string path = facts.efa_libfabric_dir;
-  if (!facts.ld_library_path.empty()) path += ":" + facts.ld_library_path;
-  return {"env", "LD_LIBRARY_PATH=" + path};
+  return {"env", "LD_LIBRARY_PATH=" + launcher::efa_library_path(facts.efa_libfabric_dir, facts.ld_library_path)};
 }
 
 std::map<std::string, std::string> split_sections(const std::string& dump) {
@@ -245,8 +237,8 @@ Expected<FabricFacts> parse_fabric_facts(const std::string& dump, const std::str
   FabricFacts facts;
   facts.host = host;
 
-  facts.efa_libfabric_dir = section(sections, "efa libfabric");
-  facts.ld_library_path = section(sections, "LD_LIBRARY_PATH");
+  facts.efa_libfabric_dir = section(sections, launcher::kEfaLibfabricSection);
+  facts.ld_library_path = section(sections, launcher::kLdLibraryPathSection);
   auto version = tool_run(sections, "fi_info --version");
   facts.have_libfabric = version.present && version.exit_status == 0;
   facts.libfabric_version = parse_libfabric_version(version.output);

@@ -159,6 +159,29 @@ std::string format_cpu_list(const std::vector<int>& unsorted) {
   return out;
 }
 
+const std::vector<std::string>& efa_libfabric_dirs() {
+  static const std::vector<std::string> dirs = {"/opt/amazon/efa/lib64", "/opt/amazon/efa/lib"};
+  return dirs;
+}
+
+std::string efa_libfabric_probe_shell() {
+  std::string dirs;
+  for (const auto& d : efa_libfabric_dirs()) dirs += " " + d;
+  return std::string("efa=\nfor d in") + dirs +
+         "; do\n"
+         "  if [ -e \"$r$d/libfabric.so.1\" ]; then efa=$d; break; fi\n"
+         "done\n"
+         "if [ -n \"$efa\" ]; then\n"
+         "  printf '==> %s <==\\n%s\\n' '" + kEfaLibfabricSection + "' \"$efa\"\n"
+         "  printf '==> %s <==\\n%s\\n' '" + kLdLibraryPathSection + "' \"${LD_LIBRARY_PATH:-}\"\n"
+         "fi\n";
+}
+
+std::string efa_library_path(const std::string& efa_dir, const std::string& ld_library_path) {
+  if (efa_dir.empty()) return "";
+  return ld_library_path.empty() ? efa_dir : efa_dir + ":" + ld_library_path;
+}
+
 const std::vector<std::string>& fact_file_patterns() {
   static const std::vector<std::string> patterns = {
       "/sys/devices/system/cpu/online",
@@ -206,6 +229,15 @@ FileMap read_fact_files(const std::string& root_in) {
     while (std::getline(cpuinfo, line) && !line.empty()) block += line + "\n";
     files["/proc/cpuinfo"] = block;
   }
+  // The same sections efa_libfabric_probe_shell() prints; the environment is
+  // this process's, whose children the local ranks are.
+  for (const auto& dir : efa_libfabric_dirs()) {
+    if (!std::filesystem::exists(root + dir + "/libfabric.so.1")) continue;
+    const char* ld = std::getenv("LD_LIBRARY_PATH");
+    files[kEfaLibfabricSection] = dir + "\n";
+    files[kLdLibraryPathSection] = std::string(ld ? ld : "") + "\n";
+    break;
+  }
   return files;
 }
 
@@ -215,7 +247,8 @@ std::string fact_probe_script() {
   // tail -v prints "==> FILE <==" before each file; unreadable or unmatched
   // patterns only produce stderr. LC_ALL=C keeps the headers untranslated.
   return "export LC_ALL=C; tail -v -n +1 --" + globs +
-         " 2>/dev/null; echo; echo '==> /proc/cpuinfo <=='; sed '/^$/q' /proc/cpuinfo\n";
+         " 2>/dev/null; echo; echo '==> /proc/cpuinfo <=='; sed '/^$/q' /proc/cpuinfo\nr=\n" +
+         efa_libfabric_probe_shell();
 }
 
 FileMap parse_fact_dump(const std::string& dump) {
@@ -413,6 +446,12 @@ Expected<void> fill_nics(const FileMap& files, const std::string& origin, HostFa
   return {};
 }
 
+void fill_efa(const FileMap& files, HostFacts& facts) {
+  if (const std::string* dir = find_file(files, kEfaLibfabricSection)) facts.efa_libfabric_dir = trim(*dir);
+  if (facts.efa_libfabric_dir.empty()) return;
+  if (const std::string* ld = find_file(files, kLdLibraryPathSection)) facts.ld_library_path = trim(*ld);
+}
+
 void fill_proc(const FileMap& files, HostFacts& facts) {
   if (const std::string* meminfo = find_file(files, "/proc/meminfo"))
     facts.memory_kb = parse_kb(field_value(*meminfo, "MemTotal"));
@@ -437,6 +476,7 @@ Expected<HostFacts> parse_facts(const FileMap& files, const std::string& host, c
   if (auto r = fill_allowed(files, origin, facts); !r) return r.error();
   if (auto r = fill_nodes(files, origin, facts); !r) return r.error();
   if (auto r = fill_nics(files, origin, facts); !r) return r.error();
+  fill_efa(files, facts);
   return facts;
 }
 
@@ -475,7 +515,8 @@ nlohmann::json facts_to_json(const HostFacts& f) {
   for (const auto& n : f.nics) nics.push_back({{"name", n.name}, {"kind", n.kind}, {"numa_node", n.numa_node}});
   return {{"host", f.host}, {"probed_at", f.probed_at}, {"cpu_model", f.cpu_model}, {"isa", f.isa},
           {"memory_kb", f.memory_kb}, {"packages", f.package_count()}, {"cores", f.core_count()},
-          {"cpus", cpus}, {"numa_nodes", nodes}, {"nics", nics}};
+          {"cpus", cpus}, {"numa_nodes", nodes}, {"nics", nics},
+          {"efa_libfabric_dir", f.efa_libfabric_dir}, {"ld_library_path", f.ld_library_path}};
 }
 
 Expected<HostFacts> facts_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -509,6 +550,9 @@ Expected<HostFacts> facts_from_json(const nlohmann::json& j, const std::string& 
       f.nodes.push_back(node);
     }
     for (const auto& n : j.at("nics")) f.nics.push_back({n.at("name"), n.at("kind"), n.at("numa_node")});
+    // Absent in files of xftctl before EFA detection: load_cached_facts re-probes those.
+    f.efa_libfabric_dir = j.value("efa_libfabric_dir", "");
+    f.ld_library_path = j.value("ld_library_path", "");
     return f;
   } catch (const std::exception& e) {
     return make_error(origin + ": not a facts cache file (" + e.what() + "); delete it or run with --refresh");
@@ -528,6 +572,9 @@ Expected<HostFacts> load_cached_facts(const std::string& dir, const std::string&
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded())
     return make_error(path + ": not valid JSON; delete it or run with --refresh");
+  // An older xftctl did not look for EFA's libfabric: "none" there is unknown.
+  if (j.is_object() && !j.contains("efa_libfabric_dir"))
+    return make_error(path + ": written before EFA's libfabric was probed; re-probing the host");
   return facts_from_json(j, path);
 }
 

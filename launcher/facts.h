@@ -49,6 +49,9 @@ struct HostFacts {
   std::vector<LogicalCpu> cpus;  // sorted by id
   std::vector<NumaNode> nodes;   // sorted by id
   std::vector<Nic> nics;         // sorted by kind, then name
+  // EFA's own libfabric (see efa_libfabric_dirs()); empty: the system's.
+  std::string efa_libfabric_dir;
+  std::string ld_library_path;  // the login session's own, recorded only with EFA's libfabric
 
   const LogicalCpu* cpu(int id) const;
   const NumaNode* node(int id) const;
@@ -81,6 +84,22 @@ FileMap read_fact_files(const std::string& root);
 std::string fact_probe_script();
 // Splits that output back into a FileMap.
 FileMap parse_fact_dump(const std::string& dump);
+
+// EFA's own libfabric (aws-efa-installer): the first of these directories
+// holding a libfabric.so.1 is the one ranks and check fabric's workers load,
+// through LD_LIBRARY_PATH ahead of the session's own (xftctl links the
+// system's libfabric.so.1, whose ABI EFA's shares).
+const std::vector<std::string>& efa_libfabric_dirs();
+// The dump sections (FileMap keys that are no paths) naming that directory
+// and the session's LD_LIBRARY_PATH; both are there only when it was found.
+inline constexpr const char* kEfaLibfabricSection = "efa libfabric";
+inline constexpr const char* kLdLibraryPathSection = "LD_LIBRARY_PATH";
+// POSIX sh that sets $efa to that directory, looked up under the root prefix
+// $r (empty: /), and when found prints the two sections.
+std::string efa_libfabric_probe_shell();
+// LD_LIBRARY_PATH that puts EFA's directory first: "DIR[:LD_LIBRARY_PATH]";
+// empty when `efa_dir` is.
+std::string efa_library_path(const std::string& efa_dir, const std::string& ld_library_path);
 
 // The one parser. `origin` names where the files came from, for errors.
 Expected<HostFacts> parse_facts(const FileMap& files, const std::string& host,

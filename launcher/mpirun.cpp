@@ -184,14 +184,52 @@ void overlay(EnvList& base, const EnvList& over) {
   }
 }
 
-// Per host: the fabric preset, then the host's fabric.env, then -x values.
+const PlanHost* plan_host_named(const RankPlan& plan, const std::string& name) {
+  for (const auto& h : plan.hosts)
+    if (h.name == name) return &h;
+  return nullptr;
+}
+
+bool sets(const EnvList& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == name; });
+}
+
+// Ranks that load different libfabric builds (EFA's on some hosts, the
+// system's or another EFA directory on others) may not understand each
+// other's wire format, so the hosts of one launch must agree. A -x
+// LD_LIBRARY_PATH of the user's own decides for every rank instead.
+Expected<void> check_efa_agreement(const RankPlan& plan, const MpirunSpec& spec) {
+  if (sets(spec.env, "LD_LIBRARY_PATH")) return {};
+  const PlanHost* first = nullptr;
+  auto dir_of = [](const PlanHost* h) {
+    return h->facts.efa_libfabric_dir.empty() ? std::string("none") : h->facts.efa_libfabric_dir;
+  };
+  for (const auto& r : plan.ranks) {
+    const PlanHost* h = plan_host_named(plan, r.host);
+    if (!h) continue;
+    if (!first) first = h;
+    if (h->facts.efa_libfabric_dir == first->facts.efa_libfabric_dir) continue;
+    return make_error("hosts " + first->name + " and " + h->name + " differ in EFA's libfabric (" + dir_of(first) +
+                      " on " + first->name + ", " + dir_of(h) + " on " + h->name +
+                      "), so their ranks would load different libfabric builds: install aws-efa-installer on every "
+                      "host of the launch or on none, then --refresh the facts, or launch them separately");
+  }
+  return {};
+}
+
+// Per host: EFA's libfabric ahead of the host's LD_LIBRARY_PATH (the
+// system's is what the ranks' xftctl links otherwise), the fabric preset, then
+// the host's fabric.env, then -x values.
 std::map<std::string, EnvList> rank_env_by_host(const RankPlan& plan, const MpirunSpec& spec) {
   std::map<std::string, EnvList> by_host;
   for (const auto& r : plan.ranks) {
     if (by_host.count(r.host)) continue;
-    EnvList env = fabric_env(spec);
-    for (const auto& h : plan.hosts)
-      if (h.name == r.host) overlay(env, h.fabric_env);
+    EnvList env;
+    const PlanHost* h = plan_host_named(plan, r.host);
+    if (h && !h->facts.efa_libfabric_dir.empty())
+      env.emplace_back("LD_LIBRARY_PATH", efa_library_path(h->facts.efa_libfabric_dir, h->facts.ld_library_path));
+    overlay(env, fabric_env(spec));
+    if (h) overlay(env, h->fabric_env);
     overlay(env, spec.env);
     by_host[r.host] = std::move(env);
   }
@@ -216,6 +254,7 @@ Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, co
     if (!std::regex_match(name, variable))
       return make_error("cannot pass -x " + shell_join({name + "=" + value}) + ": " + shell_join({name}) +
                         " is not a variable name");
+  if (auto agree = check_efa_agreement(plan, spec); !agree) return agree.error();
   std::vector<std::string> out = {spec.mpirun};
   if (spec.as_root) out.push_back("--allow-run-as-root");
   // numactl does the binding; Open MPI's own would fight it.

@@ -83,7 +83,10 @@ class SshAgentFile {
   std::string dir_, path_;
 };
 
-// Every token of the mpirun command, in order.
+// Every token of the mpirun command, in order. Ranks on hosts whose facts
+// found EFA's libfabric get -x LD_LIBRARY_PATH=EFA_DIR[:the host's own]; an
+// error when the hosts of the plan disagree on it (unless spec.env sets
+// LD_LIBRARY_PATH).
 Expected<std::vector<std::string>> build_mpirun_command(const RankPlan& plan, const MpirunSpec& spec);
 
 // What --dry-run prints: the mpirun command (the agent at its template path)

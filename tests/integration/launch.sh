@@ -11,8 +11,10 @@
 # whose key path (and a known_hosts path) has a space: the launch works, and a
 # secret forwarded with `-x NAME` reaches the remote ranks while no process's
 # command line on this machine (mpirun, ssh, orted, ranks: the test hosts share
-# its PID namespace) ever holds it. All test hosts share this machine's CPUs,
-# so plans use --cores-per-rank 1.
+# its PID namespace) ever holds it. Last, h02 gets EFA's libfabric (a copy under
+# its own /opt/amazon/efa/lib64): --dry-run passes it in LD_LIBRARY_PATH to h02's
+# rank, the rank's xftctl maps that copy, and a launch with h01 (without it) is
+# refused. All test hosts share this machine's CPUs, so plans use --cores-per-rank 1.
 set -euo pipefail
 
 XFTCTL=${XFTCTL:?set XFTCTL to the built xftctl}
@@ -317,6 +319,34 @@ expect_eq "spaced: mpirun's ssh ran with the key path as one argument" 1 "$saw_s
 expect_eq "spaced: no command line held the secret during the launch" 0 "$leaks"
 expect_eq "spaced: the agent script and its directory were private (0700)" "700 700 " "$agent_mode"
 expect_eq "spaced: the agent's directory is gone after the launch" "" "$(ls -A "$work/agent-tmp")"
+
+# --- EFA's libfabric on h02 ------------------------------------------------------
+# Last, since h02's facts change: a copy of this machine's libfabric.so.1 under
+# a tmpfs over h02's /opt, seen by its mount namespace (its SSH sessions and
+# ranks) alone.
+system_libfabric=$(ldd "$XFTCTL" | awk '$1 == "libfabric.so.1" { print $3 }')
+[[ -f $system_libfabric ]] || fail "xftctl is not linked to a libfabric.so.1: $(ldd "$XFTCTL")"
+efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1
+bash "$CLUSTER" run "$work/cluster" h02 sh -c \
+  "mount -t tmpfs xft-efa /opt && mkdir -p ${efa_libfabric%/*} && cp '$system_libfabric' $efa_libfabric"
+[[ ! -e $efa_libfabric ]] || fail "$efa_libfabric exists outside h02"
+efa=(launch --hosts h02 --ranks-per-host 1 --cores-per-rank 1 --known-hosts "$kh")
+dry=$(TMPDIR=/tmp "$XFTCTL" "${inv[@]}" "${efa[@]}" --refresh --dry-run -- "$RANK_XFTCTL" rank-probe)
+expect_contains "efa: --dry-run on h02 (facts refreshed) puts EFA's libfabric first for its rank" \
+  "-np 1 -H $HOST_H02_ADDR:1 -x OMP_NUM_THREADS=1 -x LD_LIBRARY_PATH=${efa_libfabric%/*} -x 'FI_PROVIDER=tcp;ofi_rxm' -x FI_TCP_IFACE=eth0 numactl" \
+  "$dry"
+rc=0
+err=$("$XFTCTL" "${inv[@]}" launch --hosts h01,h02 --ranks-per-host 1 --cores-per-rank 1 --known-hosts "$kh" \
+  --dry-run -- true 2>&1) || rc=$?
+expect_eq "efa: h01 without and h02 with EFA's libfabric in one launch exits 1" 1 "$rc"
+expect_eq "efa: ... and says which host has which and the fix" \
+  "xftctl: hosts h01 and h02 differ in EFA's libfabric (none on h01, ${efa_libfabric%/*} on h02), so their ranks would load different libfabric builds: install aws-efa-installer on every host of the launch or on none, then --refresh the facts, or launch them separately" \
+  "$err"
+# The rank's own xftctl, held in its open of a FIFO (the loader has mapped its
+# libraries by then) until the rank's shell has read its maps' libfabric line.
+maps_probe='d=$(mktemp -d); mkfifo "$d/f"; "$0" inventory import "$d/f" >/dev/null 2>&1 & exec 3>"$d/f"; grep -m1 -o "/[^ ]*libfabric[^ ]*" /proc/$!/maps; exec 3>&-; wait; rm -r "$d"'
+out=$("$XFTCTL" "${inv[@]}" "${efa[@]}" --timeout 120 -- sh -c "$maps_probe" "$RANK_XFTCTL")
+expect_eq "efa: the rank on h02 loaded EFA's libfabric" "[0 h02] $efa_libfabric" "$out"
 
 if ((failures)); then
   echo "$failures check(s) failed" >&2
