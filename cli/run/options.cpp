@@ -53,7 +53,7 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
                  "serve, prompt, chat: oneDNN prefill (faster; the last bits, and so a token now and then, may depend on "
                  "what shares a step)");
   qwen->add_option("--kv-cache-mib", o.kv_cache_mib,
-                   "serve: KV cache of all running requests per rank (0: no limit beyond --max-batch)")
+                   "serve: KV cache per rank, running requests and reusable prompt prefixes together (0: no budget; the prefixes keep up to --max-batch full contexts)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   qwen->add_option("--api-key", o.api_key,
                    "serve: require 'Authorization: Bearer KEY' (visible in ps: prefer XFTCTL_API_KEY or --api-key-file)");
