@@ -340,7 +340,7 @@ err=$("$XFTCTL" "${inv[@]}" launch --hosts h01,h02 --ranks-per-host 1 --cores-pe
   --dry-run -- true 2>&1) || rc=$?
 expect_eq "efa: h01 without and h02 with EFA's libfabric in one launch exits 1" 1 "$rc"
 expect_eq "efa: ... and says which host has which and the fix" \
-  "xftctl: hosts h01 and h02 differ in EFA's libfabric (none on h01, ${efa_libfabric%/*} on h02), so their ranks would load different libfabric builds: install aws-efa-installer on every host of the launch or on none, then --refresh the facts, or launch them separately" \
+  "xftctl: launch: hosts h01 and h02 differ in EFA's libfabric (none on h01, ${efa_libfabric%/*} on h02), so their ranks would load different libfabric builds: install aws-efa-installer on every host of the launch or on none, then --refresh the facts, or launch them separately" \
   "$err"
 # The rank's own xftctl, held in its open of a FIFO (the loader has mapped its
 # libraries by then) until the rank's shell has read its maps' libfabric line.
