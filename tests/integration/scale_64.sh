@@ -3,7 +3,8 @@
 # hostname`, `topology` and `check fabric --no-pairs` each print at most 100 columns and 60 lines by
 # default (folded host sets, one-line outputs packed in columns, ranks per
 # host and a transport summary instead of a rank x rank matrix), and the same
-# runs with --json give one document that parses.
+# runs with --json give one document that parses; on a terminal setup hosts
+# shows its progress over the 64 hosts and clears it.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
 start_cluster 64 --share-all --private /etc/xftctl
@@ -28,6 +29,18 @@ assert_contains "$OUT" $'TASK [MPI hostfile]\n  changed: h[01-64]: /etc/xftctl/h
 xft setup hosts --json
 assert_eq 0 "$RC" "setup hosts --json"
 parses "setup hosts --json"
+
+step "setup hosts on a terminal (script): a progress line over the 64 hosts, cleared before the end"
+printf -v line '%q ' "$XFTCTL" -i "$CLUSTER_INVENTORY" setup hosts --json
+RC=0
+script -qec "$line >$(printf %q "$TEST_TMP/setup.json")" /dev/null >"$TEST_TMP/tty" || RC=$?
+assert_eq 0 "$RC" "setup hosts --json on a terminal; terminal: $(cat -v "$TEST_TMP/tty" | head -c 400)"
+tty=$(cat "$TEST_TMP/tty")
+assert_contains "$tty" $'\rsetup hosts [' "the progress line drawn on the terminal"
+assert_contains "$tty" "/64 hosts" "the progress line counts the 64 hosts"
+[[ $tty == *$'\r\e[K' ]] || fail "the progress line is not cleared at the end: $(tail -c 200 "$TEST_TMP/tty" | cat -v)"
+OUT=$(cat "$TEST_TMP/setup.json")
+parses "setup hosts --json under a terminal"
 
 step "exec -- hostname: 64 one-line outputs packed in columns"
 xft exec -- hostname
