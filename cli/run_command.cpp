@@ -34,8 +34,12 @@ void add_run_commands(CLI::App& app, Context& ctx) {
   add_qwen_options(*qwen, *options);
 
   qwen->callback([&ctx, options, qwen] {
-    if (!options->rank_worker && qwen->count("--comm") == 0)
-      if (auto adopted = adopt_oneccl_selection(*options); !adopted) return fail(ctx, adopted.error().message);
+    // The allreduce selection, checked once on the control node: --comm's, or CCL_ALLREDUCE's without it.
+    if (!options->rank_worker) {
+      auto checked = qwen->count("--comm") == 0 ? adopt_oneccl_selection(*options)
+                                                : check_allreduce_selection("--comm", options->comm);
+      if (!checked) return fail(ctx, checked.error().message);
+    }
     const RunOptions& o = *options;
     if (!o.dump_logits.empty() && o.prompt_ids.empty()) {
       return fail(ctx, "--dump-logits needs --prompt-ids");
@@ -43,8 +47,6 @@ void add_run_commands(CLI::App& app, Context& ctx) {
     if (!o.prompt_ids.empty() && o.dump_logits.empty()) {
       return fail(ctx, "--prompt-ids needs --dump-logits FILE");
     }
-    if (!o.rank_worker)
-      if (auto ok = check_allreduce_selection("--comm", o.comm); !ok) return fail(ctx, ok.error().message);
     if (o.port >= 0) {  // --host/--port say what --serve says; the ranks are given --serve
       if (o.host.find_first_of("[]") != std::string::npos) return fail(ctx, "--host " + o.host + ": give an IPv6 address without brackets");
       options->serve = url_host(o.host) + ":" + std::to_string(o.port);

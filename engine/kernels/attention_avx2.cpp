@@ -12,7 +12,6 @@
 
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/attention_internal.h"
-#include "engine/kernels/ops.h"
 
 #define XFT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -41,13 +40,6 @@ XFT_AVX2 inline __m256 load8(const void* row, int i) {
   }
 }
 
-template <KvFormat F>
-float load1(const void* row, int i) {
-  if constexpr (F == KvFormat::bf16) return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  else if constexpr (F == KvFormat::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  else return static_cast<const float*>(row)[i];
-}
-
 // rows [n][head_dim] of the cache format -> float [round8(n)][round8(head_dim)], zero padded.
 template <KvFormat F>
 XFT_AVX2 float* widen_tile(const void* rows, int n, int head_dim) {
@@ -66,7 +58,7 @@ XFT_AVX2 float* widen_tile(const void* rows, int n, int head_dim) {
     }
     const void* row = static_cast<const unsigned char*>(rows) + j * row_bytes;
     for (int d = 0; d < whole; d += 8) _mm256_store_ps(dst + d, load8<F>(row, d));
-    for (int d = whole; d < stride; ++d) dst[d] = d < head_dim ? load1<F>(row, d) : 0.0f;
+    for (int d = whole; d < stride; ++d) dst[d] = d < head_dim ? cache_element<F>(row, d) : 0.0f;
   }
   return out;
 }

@@ -5,14 +5,6 @@
 namespace xft::engine {
 namespace {
 
-// Element i of a cache row.
-template <KvFormat F>
-float load(const void* row, int i) {
-  if constexpr (F == KvFormat::bf16) return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  else if constexpr (F == KvFormat::f16) return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-  else return static_cast<const float*>(row)[i];
-}
-
 template <KvFormat F>
 const void* row_at(const void* rows, int j, int head_dim) {
   return static_cast<const unsigned char*>(rows) + static_cast<size_t>(j) * head_dim * kv_element_bytes(F);
@@ -25,7 +17,7 @@ void score(const float* q, int group, const void* keys, int n, int head_dim, flo
     for (int j = 0; j < n; ++j) {
       const void* k = row_at<F>(keys, j, head_dim);
       float dot = 0.0f;
-      for (int d = 0; d < head_dim; ++d) dot += qg[d] * load<F>(k, d);
+      for (int d = 0; d < head_dim; ++d) dot += qg[d] * cache_element<F>(k, d);
       scores[static_cast<size_t>(g) * kAttentionTile + j] = dot;
     }
   }
@@ -40,7 +32,7 @@ void accumulate(const float* p, int group, const void* values, int n, int head_d
     for (int j = 0; j < n; ++j) {
       const float pj = p[static_cast<size_t>(g) * kAttentionTile + j];
       const void* v = row_at<F>(values, j, head_dim);
-      for (int d = 0; d < head_dim; ++d) ag[d] += pj * load<F>(v, d);
+      for (int d = 0; d < head_dim; ++d) ag[d] += pj * cache_element<F>(v, d);
     }
   }
 }
