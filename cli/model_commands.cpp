@@ -168,7 +168,7 @@ void add_model_commands(CLI::App& app, Context& ctx) {
   auto* make = group->add_subcommand(
       "make-test", "write the deterministic test model (config, weights, tokenizer) into a directory");
   make->add_option("out", options->out_dir, "output directory (created atomically)")->required();
-  make->add_option("--arch", options->arch, "qwen (Qwen1), qwen2 or qwen3")->required();
+  make->add_option("--arch", options->arch, "qwen (Qwen1), qwen2, qwen3, qwen2_moe or qwen3_moe")->required();
   make->add_option("--seed", options->seed, "seed of the weight values")->capture_default_str();
   TestModelSpec& s = options->spec;
   make->add_option("--hidden", s.hidden, "hidden size")->capture_default_str();
@@ -185,6 +185,14 @@ void add_model_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   make->add_option("--rope-theta", s.rope_theta, "rotary base")->capture_default_str();
   make->add_option("--max-pos", s.max_positions, "max position embeddings")->capture_default_str();
+  make->add_option("--experts", s.experts, "qwen2_moe/qwen3_moe: num_experts")->capture_default_str();
+  make->add_option("--topk", s.topk, "qwen2_moe/qwen3_moe: num_experts_per_tok")->capture_default_str();
+  make->add_option("--moe-inter", s.moe_intermediate, "qwen2_moe/qwen3_moe: moe_intermediate_size (each expert)")
+      ->capture_default_str();
+  make->add_option("--shared-inter", s.shared_intermediate, "qwen2_moe: shared_expert_intermediate_size")
+      ->capture_default_str();
+  make->add_option("--norm-topk", s.norm_topk, "qwen2_moe/qwen3_moe: norm_topk_prob (0 or 1)")
+      ->capture_default_str();
   make->add_option("--quant", s.quant, "write a 4-bit checkpoint of the same weights: gptq or awq")
       ->check(CLI::IsMember({"gptq", "awq"}));
   make->add_option("--group-size", s.group_size, "4-bit: input rows per scale and zero (-1: one group)")

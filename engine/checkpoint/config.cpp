@@ -14,7 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupported = "QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM";
+constexpr const char* kSupported =
+    "QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
 
 // Short rendering of a wrong value for an error message.
 std::string shown(const json& value) {
@@ -111,6 +112,8 @@ Expected<Architecture> architecture_of(const json& root, const Fields& fields, s
   if (name == "QWenLMHeadModel") return Architecture::qwen1;
   if (name == "Qwen2ForCausalLM") return Architecture::qwen2;
   if (name == "Qwen3ForCausalLM") return Architecture::qwen3;
+  if (name == "Qwen2MoeForCausalLM") return Architecture::qwen2_moe;
+  if (name == "Qwen3MoeForCausalLM") return Architecture::qwen3_moe;
   return fields.error("architectures",
                       "architecture " + name + " is not supported (supported: " + kSupported + ")");
 }
@@ -166,7 +169,8 @@ Expected<void> read_qwen2_or_3(const Fields& f, ModelConfig& c) {
                                               " does not divide num_attention_heads " +
                                               std::to_string(c.heads));
   }
-  bool qwen3 = c.arch == Architecture::qwen3;
+  // Qwen3-MoE's attention is Qwen3's (q/k norms, explicit head_dim); Qwen2-MoE's is Qwen2's.
+  bool qwen3 = c.arch == Architecture::qwen3 || c.arch == Architecture::qwen3_moe;
   if (qwen3) {
     XFT_TRY_ASSIGN(c.head_dim, f.positive_int("head_dim", 128));  // Qwen3Config's default
   } else {
@@ -194,6 +198,40 @@ Expected<void> read_qwen2_or_3(const Fields& f, ModelConfig& c) {
   if (act != "silu") return f.error("hidden_act", "only silu is supported, got \"" + act + "\"");
   if (f.present("rope_scaling")) {
     return f.error("rope_scaling", "rope scaling is not supported; remove it or set it to null");
+  }
+  return {};
+}
+
+// The sparse feed-forward fields of Qwen2-MoE / Qwen3-MoE. The sizes are
+// required (every published config.json has them); the routing switches take
+// transformers' defaults.
+Expected<void> read_moe(const json& root, const Fields& f, ModelConfig& c) {
+  MoeConfig& moe = c.moe;
+  XFT_TRY_ASSIGN(moe.experts, f.positive_int("num_experts"));
+  XFT_TRY_ASSIGN(moe.experts_per_token, f.positive_int("num_experts_per_tok"));
+  if (moe.experts_per_token > moe.experts) {
+    return f.error("num_experts_per_tok", std::to_string(moe.experts_per_token) + " exceeds num_experts " +
+                                              std::to_string(moe.experts));
+  }
+  XFT_TRY_ASSIGN(moe.expert_intermediate, f.positive_int("moe_intermediate_size"));
+  if (c.arch == Architecture::qwen2_moe) {
+    XFT_TRY_ASSIGN(moe.shared_expert_intermediate, f.positive_int("shared_expert_intermediate_size"));
+  } else if (f.present("shared_expert_intermediate_size")) {
+    return f.error("shared_expert_intermediate_size",
+                   "Qwen3-MoE has no shared expert; remove the field or use Qwen2MoeForCausalLM");
+  }
+  XFT_TRY_ASSIGN(moe.norm_topk_prob, f.boolean("norm_topk_prob", false));
+  XFT_TRY_ASSIGN(moe.decoder_sparse_step, f.positive_int("decoder_sparse_step", 1));
+  if (f.present("mlp_only_layers")) {
+    const json& list = root.at("mlp_only_layers");
+    if (!list.is_array()) return f.error("mlp_only_layers", "expected a list of layer indices, got " + shown(list));
+    for (const json& item : list) {
+      if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() >= c.layers) {
+        return f.error("mlp_only_layers", "expected layer indices in [0, " + std::to_string(c.layers) +
+                                              ") (num_hidden_layers), got " + shown(item));
+      }
+      moe.mlp_only_layers.push_back(int(item.get<int64_t>()));
+    }
   }
   return {};
 }
@@ -287,11 +325,18 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   auto shape = config.arch == Architecture::qwen1 ? read_qwen1(fields, config)
                                                   : read_qwen2_or_3(fields, config);
   if (!shape) return shape.error();
+  if (config.arch == Architecture::qwen2_moe || config.arch == Architecture::qwen3_moe) {
+    if (auto moe = read_moe(*root, fields, config); !moe) return moe.error();
+  }
   XFT_TRY_ASSIGN(config.eos_ids, fields.token_ids("eos_token_id"));
   std::vector<int> bos;
   XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
   if (!bos.empty()) config.bos_id = bos.front();
   XFT_TRY_ASSIGN(config.quant, read_quantization(*root, path));
+  if (config.quant.method != QuantMethod::none && config.moe.experts > 0) {
+    return make_error(path + ": quantization_config: 4-bit GPTQ/AWQ mixture-of-experts checkpoints are not "
+                             "supported yet; load the bf16 checkpoint with --dtype int4 instead");
+  }
   if (config.quant.method != QuantMethod::none) {
     const int64_t sizes[] = {config.hidden, config.intermediate, int64_t(config.heads) * config.head_dim,
                              int64_t(config.kv_heads) * config.head_dim};
@@ -303,6 +348,15 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
     }
   }
   return config;
+}
+
+bool is_moe_layer(const ModelConfig& config, int layer) {
+  const MoeConfig& moe = config.moe;
+  if (moe.experts <= 0) return false;
+  if (std::find(moe.mlp_only_layers.begin(), moe.mlp_only_layers.end(), layer) != moe.mlp_only_layers.end()) {
+    return false;
+  }
+  return (layer + 1) % moe.decoder_sparse_step == 0;
 }
 
 std::string quant_format_name(const QuantConfig& quant) {

@@ -1,5 +1,6 @@
 // A model's shape and hyper-parameters, read from Hugging Face config.json
-// (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM).
+// (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, and the
+// mixture-of-experts Qwen2MoeForCausalLM and Qwen3MoeForCausalLM).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,19 @@
 
 namespace xft::engine {
 
-enum class Architecture { qwen1, qwen2, qwen3 };
+enum class Architecture { qwen1, qwen2, qwen3, qwen2_moe, qwen3_moe };
+
+// The sparse feed-forward of Qwen2-MoE / Qwen3-MoE (transformers'
+// Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock). experts == 0: a dense model.
+struct MoeConfig {
+  int experts = 0;                    // num_experts
+  int experts_per_token = 0;          // num_experts_per_tok (top-k)
+  int expert_intermediate = 0;        // moe_intermediate_size: each expert's SwiGLU width
+  int shared_expert_intermediate = 0; // shared_expert_intermediate_size (Qwen2-MoE); 0: none
+  bool norm_topk_prob = false;        // renormalize the chosen experts' probabilities to sum 1
+  int decoder_sparse_step = 1;        // layer i is sparse when (i + 1) % step == 0 ...
+  std::vector<int> mlp_only_layers;   // ... and i is not listed here
+};
 
 // config.json quantization_config of a 4-bit checkpoint (layouts in
 // engine/model/quantized_weights.h). Every projection of every layer is
@@ -46,7 +59,12 @@ struct ModelConfig {
   std::vector<int> eos_ids;  // from config.json / generation_config.json
   int bos_id = -1;
   QuantConfig quant;
+  MoeConfig moe;
 };
+
+// Whether layer `layer` runs the mixture of experts (else the dense MLP of
+// intermediate_size), by transformers' rule for Qwen2-MoE and Qwen3-MoE.
+bool is_moe_layer(const ModelConfig& config, int layer);
 
 // "gptq-int4", "awq-int4" or "" for an unquantized checkpoint.
 std::string quant_format_name(const QuantConfig& quant);

@@ -46,9 +46,28 @@ void add_qwen2_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, int
   }
   add_linear(out, c, p + "self_attn.o_proj", hidden, q);
   add(out, p + "post_attention_layernorm.weight", {hidden}, TensorRole::norm);
-  add_linear(out, c, p + "mlp.gate_proj", c.intermediate, hidden);
-  add_linear(out, c, p + "mlp.up_proj", c.intermediate, hidden);
-  add_linear(out, c, p + "mlp.down_proj", hidden, c.intermediate);
+  if (!is_moe_layer(c, layer)) {
+    add_linear(out, c, p + "mlp.gate_proj", c.intermediate, hidden);
+    add_linear(out, c, p + "mlp.up_proj", c.intermediate, hidden);
+    add_linear(out, c, p + "mlp.down_proj", hidden, c.intermediate);
+    return;
+  }
+  // The sparse block as transformers names it: router, experts one tensor
+  // each, then (Qwen2-MoE) the shared expert and its gate.
+  const MoeConfig& moe = c.moe;
+  add(out, p + "mlp.gate.weight", {moe.experts, hidden}, TensorRole::linear);
+  for (int e = 0; e < moe.experts; ++e) {
+    const std::string expert = p + "mlp.experts." + std::to_string(e) + ".";
+    add_linear(out, c, expert + "gate_proj", moe.expert_intermediate, hidden);
+    add_linear(out, c, expert + "up_proj", moe.expert_intermediate, hidden);
+    add_linear(out, c, expert + "down_proj", hidden, moe.expert_intermediate);
+  }
+  if (moe.shared_expert_intermediate > 0) {
+    add_linear(out, c, p + "mlp.shared_expert.gate_proj", moe.shared_expert_intermediate, hidden);
+    add_linear(out, c, p + "mlp.shared_expert.up_proj", moe.shared_expert_intermediate, hidden);
+    add_linear(out, c, p + "mlp.shared_expert.down_proj", hidden, moe.shared_expert_intermediate);
+    add(out, p + "mlp.shared_expert_gate.weight", {1, hidden}, TensorRole::linear);
+  }
 }
 
 }  // namespace
@@ -85,6 +104,25 @@ std::vector<ExpectedTensor> projection_tensors(const ModelConfig& c, const std::
   return {{base + ".qweight", {cols, rows / 8}, quantized, DType::i32},
           {base + ".qzeros", {groups, rows / 8}, quantized, DType::i32},
           {base + ".scales", {groups, rows}, quantized, DType::f16}};
+}
+
+ParameterCount count_parameters(const ModelConfig& config) {
+  ModelConfig plain = config;
+  plain.quant = QuantConfig{};  // the logical weights, not their packed tensors
+  ParameterCount count;
+  for (const auto& tensor : expected_tensors(plain)) {
+    uint64_t elements = 1;
+    for (int64_t dim : tensor.shape) elements *= static_cast<uint64_t>(dim);
+    count.total += elements;
+  }
+  const MoeConfig& moe = config.moe;
+  const uint64_t unused_experts = static_cast<uint64_t>(moe.experts - moe.experts_per_token);
+  const uint64_t expert = 3ull * static_cast<uint64_t>(moe.expert_intermediate) * static_cast<uint64_t>(config.hidden);
+  count.active = count.total;
+  for (int layer = 0; layer < config.layers; ++layer) {
+    if (is_moe_layer(config, layer)) count.active -= unused_experts * expert;
+  }
+  return count;
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

@@ -30,6 +30,15 @@ std::vector<ExpectedTensor> projection_tensors(const ModelConfig& config, const 
 
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 
+// Parameters of the whole model (every rank's together), as Hugging Face
+// counts them: every weight, bias and norm, the embedding once when tied.
+// active: those one token uses, the top_k of a mixture's experts.
+struct ParameterCount {
+  uint64_t total = 0;
+  uint64_t active = 0;
+};
+ParameterCount count_parameters(const ModelConfig& config);
+
 // "[151936,64]"
 std::string shape_text(const std::vector<int64_t>& shape);
 

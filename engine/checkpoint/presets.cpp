@@ -1,5 +1,6 @@
 #include "engine/checkpoint/presets.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/atomic_file.h"
@@ -41,6 +42,30 @@ constexpr Preset kPresets[] = {
       "max_position_embeddings":40960,"rms_norm_eps":1e-06,"rope_theta":1000000,
       "attention_bias":false,"tie_word_embeddings":true,"torch_dtype":"bfloat16",
       "bos_token_id":151643,"eos_token_id":151645})"},
+    {"qwen3-30b-a3b", R"({"architectures":["Qwen3MoeForCausalLM"],"hidden_size":2048,
+      "intermediate_size":6144,"moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,
+      "norm_topk_prob":true,"decoder_sparse_step":1,"mlp_only_layers":[],"num_hidden_layers":48,
+      "num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,
+      "max_position_embeddings":40960,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"attention_bias":false,
+      "tie_word_embeddings":false,"torch_dtype":"bfloat16","bos_token_id":151643,"eos_token_id":151645})"},
+    {"qwen3-235b-a22b", R"({"architectures":["Qwen3MoeForCausalLM"],"hidden_size":4096,
+      "intermediate_size":12288,"moe_intermediate_size":1536,"num_experts":128,"num_experts_per_tok":8,
+      "norm_topk_prob":true,"decoder_sparse_step":1,"mlp_only_layers":[],"num_hidden_layers":94,
+      "num_attention_heads":64,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,
+      "max_position_embeddings":40960,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"attention_bias":false,
+      "tie_word_embeddings":false,"torch_dtype":"bfloat16","bos_token_id":151643,"eos_token_id":151645})"},
+    {"qwen2-57b-a14b", R"({"architectures":["Qwen2MoeForCausalLM"],"hidden_size":3584,
+      "intermediate_size":18944,"moe_intermediate_size":2560,"shared_expert_intermediate_size":20480,
+      "num_experts":64,"num_experts_per_tok":8,"norm_topk_prob":false,"decoder_sparse_step":1,
+      "num_hidden_layers":28,"num_attention_heads":28,"num_key_value_heads":4,"vocab_size":151936,
+      "max_position_embeddings":32768,"rms_norm_eps":1e-06,"rope_theta":1000000.0,
+      "tie_word_embeddings":false,"torch_dtype":"bfloat16","bos_token_id":151643,"eos_token_id":151645})"},
+    {"qwen1.5-moe-a2.7b", R"({"architectures":["Qwen2MoeForCausalLM"],"hidden_size":2048,
+      "intermediate_size":5632,"moe_intermediate_size":1408,"shared_expert_intermediate_size":5632,
+      "num_experts":60,"num_experts_per_tok":4,"norm_topk_prob":false,"decoder_sparse_step":1,
+      "num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":16,"vocab_size":151936,
+      "max_position_embeddings":8192,"rms_norm_eps":1e-06,"rope_theta":1000000.0,
+      "tie_word_embeddings":false,"torch_dtype":"bfloat16","bos_token_id":151643,"eos_token_id":151645})"},
     {"qwen-72b", R"({"architectures":["QWenLMHeadModel"],"hidden_size":8192,
       "intermediate_size":49152,"num_hidden_layers":80,"num_attention_heads":64,
       "kv_channels":128,"vocab_size":152064,"seq_length":32768,
@@ -77,6 +102,17 @@ Expected<std::string> fake_model_preset_json(const std::string& name) {
                       "; or give a config.json path)");
   }
   return std::string(preset->config_json);
+}
+
+Expected<ModelConfig> with_layers(ModelConfig config, int layers) {
+  if (layers < 1 || layers > config.layers) {
+    return make_error("--layers: " + std::to_string(layers) + " is outside [1, " + std::to_string(config.layers) +
+                      "] (the model's num_hidden_layers)");
+  }
+  config.layers = layers;
+  auto& only = config.moe.mlp_only_layers;
+  only.erase(std::remove_if(only.begin(), only.end(), [&](int l) { return l >= layers; }), only.end());
+  return config;
 }
 
 Expected<ModelConfig> fake_model_config(const std::string& name_or_path) {

@@ -71,6 +71,15 @@ Expected<void> set_generator_option(TestModelSpec& spec, const std::string& flag
     spec.tie = value == "1";
     return {};
   }
+  if (flag == "--norm-topk") {
+    if (value != "0" && value != "1") return make_error("--norm-topk: expected 0 or 1, got \"" + value + "\"");
+    spec.norm_topk = value == "1";
+    return {};
+  }
+  if (flag == "--experts") return set_int(spec.experts);
+  if (flag == "--topk") return set_int(spec.topk);
+  if (flag == "--moe-inter") return set_int(spec.moe_intermediate);
+  if (flag == "--shared-inter") return set_int(spec.shared_intermediate);
   if (flag == "--hidden") return set_int(spec.hidden);
   if (flag == "--layers") return set_int(spec.layers);
   if (flag == "--heads") return set_int(spec.heads);
@@ -176,7 +185,10 @@ Expected<Architecture> parse_architecture(const std::string& name) {
   if (name == "qwen") return Architecture::qwen1;
   if (name == "qwen2") return Architecture::qwen2;
   if (name == "qwen3") return Architecture::qwen3;
-  return make_error("--arch: unknown architecture \"" + name + "\" (expected qwen, qwen2 or qwen3)");
+  if (name == "qwen2_moe") return Architecture::qwen2_moe;
+  if (name == "qwen3_moe") return Architecture::qwen3_moe;
+  return make_error("--arch: unknown architecture \"" + name +
+                    "\" (expected qwen, qwen2, qwen3, qwen2_moe or qwen3_moe)");
 }
 
 const char* architecture_flag(Architecture arch) {
@@ -184,6 +196,8 @@ const char* architecture_flag(Architecture arch) {
     case Architecture::qwen1: return "qwen";
     case Architecture::qwen2: return "qwen2";
     case Architecture::qwen3: return "qwen3";
+    case Architecture::qwen2_moe: return "qwen2_moe";
+    case Architecture::qwen3_moe: return "qwen3_moe";
   }
   return "?";
 }
@@ -230,6 +244,28 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
   } else if (spec.desc_act) {
     return spec_error("desc-act", "needs --quant gptq");
   }
+  const bool moe = spec.arch == Architecture::qwen2_moe || spec.arch == Architecture::qwen3_moe;
+  if (moe) {
+    if (spec.experts <= 0) return spec_error("experts", "must be positive, got " + std::to_string(spec.experts));
+    if (spec.topk <= 0 || spec.topk > spec.experts) {
+      return spec_error("topk", "must be between 1 and --experts " + std::to_string(spec.experts) + ", got " +
+                                    std::to_string(spec.topk));
+    }
+    if (spec.moe_intermediate <= 0) {
+      return spec_error("moe-inter", "must be positive, got " + std::to_string(spec.moe_intermediate));
+    }
+    if (spec.arch == Architecture::qwen2_moe && spec.shared_intermediate <= 0) {
+      return spec_error("shared-inter", "must be positive, got " + std::to_string(spec.shared_intermediate));
+    }
+    // Qwen2-MoE's config.json has no head_dim: the model takes hidden_size / num_attention_heads.
+    if (spec.arch == Architecture::qwen2_moe && spec.head_dim * spec.heads != spec.hidden) {
+      return spec_error("head-dim", "qwen2_moe derives it as --hidden / --heads = " +
+                                        std::to_string(spec.hidden / spec.heads) + "; pass that value");
+    }
+    if (!spec.quant.empty()) {
+      return spec_error("quant", "4-bit mixture-of-experts test checkpoints are not supported; leave out --quant");
+    }
+  }
   if (effective_head_dim(spec) % 2 != 0) {
     return spec_error("head-dim", "must be even for rotary embeddings, got " +
                                       std::to_string(effective_head_dim(spec)));
@@ -256,6 +292,82 @@ static ordered_json quantization_config(const TestModelSpec& s) {
   return q;
 }
 
+// Every field of Qwen3-30B-A3B's config.json, with the test shape (the
+// golden files list this exact object).
+static ordered_json qwen3_moe_config(const TestModelSpec& s) {
+  ordered_json c;
+  c["architectures"] = {"Qwen3MoeForCausalLM"};
+  c["attention_bias"] = false;
+  c["attention_dropout"] = 0.0;
+  c["bos_token_id"] = kEndOfText;
+  c["decoder_sparse_step"] = 1;
+  c["eos_token_id"] = kImEnd;
+  c["head_dim"] = s.head_dim;
+  c["hidden_act"] = "silu";
+  c["hidden_size"] = s.hidden;
+  c["initializer_range"] = 0.02;
+  c["intermediate_size"] = s.intermediate;
+  c["max_position_embeddings"] = s.max_positions;
+  c["max_window_layers"] = s.layers;
+  c["mlp_only_layers"] = ordered_json::array();
+  c["model_type"] = "qwen3_moe";
+  c["moe_intermediate_size"] = s.moe_intermediate;
+  c["norm_topk_prob"] = s.norm_topk;
+  c["num_attention_heads"] = s.heads;
+  c["num_experts"] = s.experts;
+  c["num_experts_per_tok"] = s.topk;
+  c["num_hidden_layers"] = s.layers;
+  c["num_key_value_heads"] = s.kv_heads;
+  c["output_router_logits"] = false;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_scaling"] = nullptr;
+  c["rope_theta"] = s.rope_theta;
+  c["router_aux_loss_coef"] = 0.001;
+  c["sliding_window"] = nullptr;
+  c["tie_word_embeddings"] = s.tie;
+  c["torch_dtype"] = "bfloat16";
+  c["use_cache"] = true;
+  c["use_sliding_window"] = false;
+  c["vocab_size"] = s.vocab;
+  return c;
+}
+
+// Every field of Qwen1.5-MoE-A2.7B's config.json, with the test shape.
+static ordered_json qwen2_moe_config(const TestModelSpec& s) {
+  ordered_json c;
+  c["architectures"] = {"Qwen2MoeForCausalLM"};
+  c["attention_dropout"] = 0.0;
+  c["bos_token_id"] = kEndOfText;
+  c["eos_token_id"] = kEndOfText;
+  c["hidden_act"] = "silu";
+  c["hidden_size"] = s.hidden;
+  c["initializer_range"] = 0.02;
+  c["intermediate_size"] = s.intermediate;
+  c["max_position_embeddings"] = s.max_positions;
+  c["max_window_layers"] = s.layers;
+  c["model_type"] = "qwen2_moe";
+  c["num_attention_heads"] = s.heads;
+  c["num_hidden_layers"] = s.layers;
+  c["num_key_value_heads"] = s.kv_heads;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_theta"] = s.rope_theta;
+  c["sliding_window"] = s.max_positions;
+  c["tie_word_embeddings"] = s.tie;
+  c["torch_dtype"] = "bfloat16";
+  c["use_cache"] = true;
+  c["use_sliding_window"] = false;
+  c["vocab_size"] = s.vocab;
+  c["decoder_sparse_step"] = 1;
+  c["moe_intermediate_size"] = s.moe_intermediate;
+  c["shared_expert_intermediate_size"] = s.shared_intermediate;
+  c["num_experts_per_tok"] = s.topk;
+  c["num_experts"] = s.experts;
+  c["norm_topk_prob"] = s.norm_topk;
+  c["output_router_logits"] = false;
+  c["router_aux_loss_coef"] = 0.001;
+  return c;
+}
+
 std::string test_model_config_json(const TestModelSpec& s) {
   ordered_json c;
   if (!s.quant.empty()) c["quantization_config"] = quantization_config(s);
@@ -280,6 +392,8 @@ std::string test_model_config_json(const TestModelSpec& s) {
     c["use_logn_attn"] = false;
     return c.dump(2) + "\n";
   }
+  if (s.arch == Architecture::qwen3_moe) return qwen3_moe_config(s).dump(2) + "\n";
+  if (s.arch == Architecture::qwen2_moe) return qwen2_moe_config(s).dump(2) + "\n";
   bool qwen3 = s.arch == Architecture::qwen3;
   c["architectures"] = {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"};
   c["model_type"] = qwen3 ? "qwen3" : "qwen2";

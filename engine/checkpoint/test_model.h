@@ -32,9 +32,16 @@ struct TestModelSpec {
   std::string quant;
   int group_size = 128;
   bool desc_act = false;
+  // qwen2_moe / qwen3_moe: num_experts, num_experts_per_tok,
+  // moe_intermediate_size, norm_topk_prob, shared_expert_intermediate_size (qwen2_moe).
+  int experts = 8;
+  int topk = 2;
+  int moe_intermediate = 32;
+  bool norm_topk = true;
+  int shared_intermediate = 128;
 };
 
-Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3
+Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3|qwen2_moe|qwen3_moe
 const char* architecture_flag(Architecture arch);
 
 // Parses a golden file's "generator" line ("--arch qwen --seed 5 --inter 256

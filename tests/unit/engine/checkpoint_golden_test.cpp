@@ -210,7 +210,36 @@ TEST(CheckpointTestModel, RejectsImpossibleShapes) {
   spec.head_dim = 15;
   EXPECT_EQ(validate_spec(spec).error().message, "--head-dim: must be even for rotary embeddings, got 15");
   EXPECT_EQ(parse_generator_args("--arch llama").error().message,
-            "--arch: unknown architecture \"llama\" (expected qwen, qwen2 or qwen3)");
+            "--arch: unknown architecture \"llama\" (expected qwen, qwen2, qwen3, qwen2_moe or qwen3_moe)");
+}
+
+TEST(CheckpointTestModel, RejectsImpossibleMixtureOfExperts) {
+  TestModelSpec spec;
+  spec.arch = Architecture::qwen3_moe;
+  spec.topk = 9;
+  EXPECT_EQ(validate_spec(spec).error().message, "--topk: must be between 1 and --experts 8, got 9");
+  spec = {};
+  spec.arch = Architecture::qwen3_moe;
+  spec.moe_intermediate = 0;
+  EXPECT_EQ(validate_spec(spec).error().message, "--moe-inter: must be positive, got 0");
+  spec = {};
+  spec.arch = Architecture::qwen2_moe;
+  spec.head_dim = 32;  // hidden 64 / heads 4 = 16
+  EXPECT_EQ(validate_spec(spec).error().message, "--head-dim: qwen2_moe derives it as --hidden / --heads = 16; pass that value");
+  spec.head_dim = 16;
+  spec.quant = "gptq";
+  EXPECT_EQ(validate_spec(spec).error().message,
+            "--quant: 4-bit mixture-of-experts test checkpoints are not supported; leave out --quant");
+  EXPECT_EQ(parse_generator_args("--arch qwen3_moe --norm-topk 2").error().message,
+            "--norm-topk: expected 0 or 1, got \"2\"");
+  auto parsed = parse_generator_args("--arch qwen2_moe --experts 4 --topk 1 --moe-inter 16 --shared-inter 48 --norm-topk 1");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->arch, Architecture::qwen2_moe);
+  EXPECT_EQ(parsed->experts, 4);
+  EXPECT_EQ(parsed->topk, 1);
+  EXPECT_EQ(parsed->moe_intermediate, 16);
+  EXPECT_EQ(parsed->shared_intermediate, 48);
+  EXPECT_TRUE(parsed->norm_topk);
 }
 
 }  // namespace
