@@ -15,6 +15,7 @@
 #include "cli/run/generation.h"
 #include "cli/run/loader.h"
 #include "cli/run/modes.h"
+#include "engine/checkpoint/layout.h"
 #include "engine/comm/mpi_communicator.h"
 #include "engine/model/sampler.h"
 
@@ -143,7 +144,14 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
   const double decode_tps = next_ms > 0 ? 1000.0 * o.batch_size / next_ms : 0.0;
   const double prefill_tps = 1000.0 * o.batch_size * o.input_tokens / first_ms;
   const uint64_t weight_bytes = model.weight_bytes();
-  const double weight_gbps = next_ms > 0 ? weight_bytes / (next_ms * 1e6) : 0.0;
+  // Decode streams what a token reads: of a mixture of experts only the
+  // chosen experts (on average top_k per layer and token of the batch, at most all).
+  const uint64_t token_bytes = model.decode_weight_bytes();
+  const uint64_t step_bytes = model.has_experts()
+                                  ? std::min<uint64_t>(weight_bytes, token_bytes * static_cast<uint64_t>(o.batch_size))
+                                  : weight_bytes;
+  const double weight_gbps = next_ms > 0 ? step_bytes / (next_ms * 1e6) : 0.0;
+  const ParameterCount parameters = count_parameters(model.config());
   if (o.profile) report_profile(model, comm);
   const std::vector<int64_t> rss_kib = resident_per_rank(model);
   if (!is_leader(comm)) return;
@@ -179,7 +187,9 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
         {"prefill_tokens_per_s", prefill_tps},
         {"weight_bytes", weight_bytes},
         {"format", model.format_name()},
-        {"decode_weight_bytes_per_token", model.decode_weight_bytes()},
+        {"decode_weight_bytes_per_token", token_bytes},
+        {"parameters", parameters.total},
+        {"active_parameters", parameters.active},
         {"decode_weight_gb_per_s", weight_gbps},
         {"comm", comm_name},
         {"rss_mib_per_rank", rss_mib},
@@ -192,7 +202,9 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
               o.dtype.c_str(), o.kv_dtype.c_str(), model.pool().size(),
               model.kernel_name().c_str(), loaded->load_ms);
   std::printf("ranks        %d, allreduce %s\n", model.partition().tp_size, comm_name.c_str());
-  std::printf("weights      %.1f MiB on rank 0\n", weight_bytes / 1048576.0);
+  std::printf("weights      %.1f MiB on rank 0, %.1f MiB read per token\n", weight_bytes / 1048576.0,
+              token_bytes / 1048576.0);
+  std::printf("parameters   %.3f B total, %.3f B active per token\n", parameters.total / 1e9, parameters.active / 1e9);
   std::printf("memory       %s MiB resident per rank\n", rss_text.c_str());
   std::printf("workload     %d input + %d output tokens, batch %d, %d iterations (+%d warmup)\n",
               o.input_tokens, o.output_tokens, o.batch_size, o.iters, o.warmup);

@@ -36,6 +36,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   auto add = [&a](const std::string& flag, const std::string& value) { a.insert(a.end(), {flag, value}); };
   if (!o.model_dir.empty()) add("--model", absolute(o.model_dir));
   if (!o.fake_model.empty()) add("--fake-model", o.fake_model);
+  if (o.layers > 0) add("--layers", std::to_string(o.layers));
   if (!o.tokenizer_dir.empty()) add("--tokenizer", absolute(o.tokenizer_dir));
   if (o.threads > 0) add("--threads", std::to_string(o.threads));
   if (!o.cpus.empty()) add("--cpus", o.cpus);

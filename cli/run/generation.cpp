@@ -90,7 +90,10 @@ std::vector<int32_t> shared_stop_ids(const Model& model, const std::optional<Tok
 void report_profile(Model& model, Communicator* comm) {
   const auto& layers = model.profile();
   std::vector<double> mine;
-  for (const auto& l : layers) mine.insert(mine.end(), {l.total_ms - l.allreduce_ms, l.allreduce_ms});
+  constexpr size_t kPerLayer = 4;  // compute, allreduce, router, experts
+  for (const auto& l : layers) {
+    mine.insert(mine.end(), {l.total_ms - l.allreduce_ms, l.allreduce_ms, l.router_ms, l.experts_ms});
+  }
   const int ranks = model.comm().size();
   std::vector<double> all(mine.size() * static_cast<size_t>(ranks));
   model.comm().allgather(mine.data(), mine.size() * sizeof(double), all.data());
@@ -100,7 +103,9 @@ void report_profile(Model& model, Communicator* comm) {
   size_t text_size = 0;
   FILE* out = open_memstream(&text, &text_size);
   if (!out) return;
-  auto at = [&](int rank, size_t layer, int what) { return all[static_cast<size_t>(rank) * mine.size() + layer * 2 + what]; };
+  auto at = [&](int rank, size_t layer, int what) {
+    return all[static_cast<size_t>(rank) * mine.size() + layer * kPerLayer + what];
+  };
   std::fprintf(out, "profile: milliseconds over the run, per rank: compute / allreduce\n%-6s", "layer");
   for (int r = 0; r < ranks; ++r) std::fprintf(out, "  %21s", ("rank " + std::to_string(r)).c_str());
   std::fprintf(out, "\n");
@@ -122,6 +127,19 @@ void report_profile(Model& model, Communicator* comm) {
     std::fprintf(out, "  %20.1f%%", total > 0 ? 100.0 * comm_ms[r] / total : 0.0);
   }
   std::fprintf(out, "\n");
+  if (model.has_experts()) {
+    // Of each mixture-of-experts layer's compute: routing (router, softmax,
+    // top-k) and the experts (the chosen ones and any shared expert).
+    std::fprintf(out, "experts: milliseconds over the run, per rank: router / experts\n%-6s", "layer");
+    for (int r = 0; r < ranks; ++r) std::fprintf(out, "  %21s", ("rank " + std::to_string(r)).c_str());
+    std::fprintf(out, "\n");
+    for (size_t l = 0; l + 1 < layers.size(); ++l) {
+      if (at(0, l, 2) == 0.0 && at(0, l, 3) == 0.0) continue;  // a dense layer
+      std::fprintf(out, "%-6zu", l);
+      for (int r = 0; r < ranks; ++r) std::fprintf(out, "  %10.2f / %8.2f", at(r, l, 2), at(r, l, 3));
+      std::fprintf(out, "\n");
+    }
+  }
   std::fclose(out);
   std::fwrite(text, 1, text_size, stderr);
   std::free(text);

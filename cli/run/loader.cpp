@@ -93,6 +93,9 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
   auto start = std::chrono::steady_clock::now();
   Loaded loaded;
   std::unique_ptr<WeightSource> weights;
+  if (!o.model_dir.empty() && o.layers > 0) {
+    return make_error("--layers cuts a --fake-model preset; a checkpoint from --model runs with all its layers");
+  }
   if (!o.model_dir.empty()) {
     auto opened = open_checkpoint(o.model_dir);
     if (!opened) return opened.error();
@@ -101,8 +104,13 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
   } else {
     auto config = fake_model_config(o.fake_model);
     if (!config) return config.error();
+    if (o.layers > 0) {
+      config = with_layers(*config, o.layers);
+      if (!config) return config.error();
+    }
     weights = make_fake_weights(*config, o.seed);
-    loaded.name = o.fake_model + " (fake weights, seed " + std::to_string(o.seed) + ")";
+    loaded.name = o.fake_model + (o.layers > 0 ? ", " + std::to_string(o.layers) + " layers" : "") +
+                  " (fake weights, seed " + std::to_string(o.seed) + ")";
   }
   auto cpus = parse_cpu_list(o.cpus);
   if (!cpus) return cpus.error();

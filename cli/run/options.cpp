@@ -8,8 +8,11 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
   source->add_option("-m,--model", o.model_dir, "Hugging Face checkpoint directory");
   source->add_option("--fake-model", o.fake_model,
                      "preset (qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, qwen2.5-72b, qwen3-0.6b, "
-                     "qwen-72b) or a config.json, filled with deterministic weights");
+                     "qwen3-30b-a3b, qwen3-235b-a22b, qwen2-57b-a14b, qwen1.5-moe-a2.7b, qwen-72b) or a "
+                     "config.json, filled with deterministic weights");
   source->require_option(1);
+  qwen->add_option("--layers", o.layers, "--fake-model: only the first N decoder layers (to fit a test machine)")
+      ->check(CLI::PositiveNumber);
   qwen->add_option("--tokenizer", o.tokenizer_dir,
                    "directory with tokenizer.json or qwen.tiktoken (default: the model's)");
   qwen->add_option("--dtype", o.dtype, "weight format")

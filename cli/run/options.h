@@ -14,6 +14,7 @@ namespace xft::cli::run_qwen {
 struct RunOptions {
   std::string model_dir;
   std::string fake_model;
+  int layers = 0;  // --fake-model: keep the first N decoder layers (0: all)
   std::string tokenizer_dir;
   std::string dtype = "bf16";
   std::string kv_dtype = "bf16";

@@ -13,129 +13,15 @@
 #include <cstring>
 #include <string>
 
+#include "engine/model/architectures.h"
+#include "engine/model/blocks/dense_mlp.h"
+#include "engine/model/blocks/moe.h"
 #include "engine/model/quantized_weights.h"
+#include "engine/model/weight_reading.h"
 
 namespace xft::engine {
 
 namespace {
-
-// A weight block as read from the checkpoint: kept in bf16 when stored so
-// (exact and half the memory), else float32; 4-bit checkpoints' projections
-// in the plain int4 form.
-struct HostMatrix {
-  std::vector<float> f32;
-  std::vector<uint16_t> bf16;
-  std::vector<float> bias;
-  Int4Matrix int4;
-  Int4Rows int4_view;
-  int rows = 0;
-  int cols = 0;
-
-  LinearBlock block() const {
-    LinearBlock b;
-    if (!int4.q.empty()) {
-      b.int4 = &int4_view;
-    } else if (!bf16.empty()) {
-      b.weight_bf16 = bf16.data();
-    } else {
-      b.weight_f32 = f32.data();
-    }
-    b.bias = bias.empty() ? nullptr : bias.data();
-    b.rows = rows;
-    return b;
-  }
-};
-
-Slice slice_of(Range r) { return Slice{r.begin, r.end}; }
-
-Expected<HostMatrix> read_matrix(const WeightSource& weights, const std::string& name, Slice rows,
-                                 Slice cols) {
-  auto meta = weights.meta(name);
-  if (!meta) return meta.error();
-  if (meta->shape.size() != 2) {
-    return make_error("tensor " + name + ": expected a matrix, found " +
-                      std::to_string(meta->shape.size()) + " dimensions");
-  }
-  HostMatrix m;
-  const int64_t row_end = rows.end < 0 ? meta->shape[0] : rows.end;
-  const int64_t col_end = cols.end < 0 ? meta->shape[1] : cols.end;
-  m.rows = static_cast<int>(row_end - rows.begin);
-  m.cols = static_cast<int>(col_end - cols.begin);
-  if (meta->dtype == DType::bf16) {
-    auto data = weights.read_bf16(name, rows, cols);
-    if (!data) return data.error();
-    m.bf16 = std::move(*data);
-  } else {
-    auto data = weights.read_f32(name, rows, cols);
-    if (!data) return data.error();
-    m.f32 = std::move(*data);
-  }
-  const size_t got = m.bf16.empty() ? m.f32.size() : m.bf16.size();
-  if (got != static_cast<size_t>(m.rows) * m.cols) {
-    return make_error("tensor " + name + ": read " + std::to_string(got) + " values, expected " +
-                      std::to_string(static_cast<size_t>(m.rows) * m.cols));
-  }
-  return m;
-}
-
-// A projection "<base>.weight" restricted to outputs `rows` and inputs
-// `cols` of its full [full_rows, full_cols]: as stored, or from the 4-bit tensors.
-Expected<HostMatrix> read_projection(const WeightSource& weights, const std::string& base, Range rows, Range cols,
-                                     int full_rows, int full_cols) {
-  const QuantConfig& quant = weights.config().quant;
-  if (quant.method == QuantMethod::none) {
-    return read_matrix(weights, base + ".weight", slice_of(rows), slice_of(cols));
-  }
-  auto int4 = read_int4_projection(weights, quant, base, rows, cols, full_rows, full_cols);
-  if (!int4) return int4.error();
-  HostMatrix m;
-  m.rows = rows.size();
-  m.cols = cols.size();
-  m.int4 = std::move(*int4);
-  m.int4_view = m.int4.view();
-  return m;
-}
-
-// Fused int4 blocks share one input order; GPTQ stores a g_idx per projection.
-Expected<void> same_input_groups(const std::vector<const HostMatrix*>& blocks, const std::string& what) {
-  for (const HostMatrix* m : blocks) {
-    if (m->int4.group_of != blocks.front()->int4.group_of || m->int4.groups != blocks.front()->int4.groups) {
-      return make_error(what + ": the fused projections' g_idx differ (they read one input, so they must list the "
-                        "same group for each input row)");
-    }
-  }
-  return {};
-}
-
-Expected<std::vector<float>> read_vector(const WeightSource& weights, const std::string& name,
-                                         Slice range = {}) {
-  return weights.read_f32(name, range);
-}
-
-Expected<void> attach_bias(const WeightSource& weights, const std::string& name, Slice rows,
-                           HostMatrix& m) {
-  auto bias = read_vector(weights, name, rows);
-  if (!bias) return bias.error();
-  if (bias->size() != static_cast<size_t>(m.rows)) {
-    return make_error("tensor " + name + ": " + std::to_string(bias->size()) +
-                      " values, expected " + std::to_string(m.rows));
-  }
-  m.bias = std::move(*bias);
-  return {};
-}
-
-struct TensorNames {
-  std::string embed, ln_f, lm_head;
-  std::string layer_prefix;  // + index + "."
-};
-
-TensorNames tensor_names(const ModelConfig& c) {
-  if (c.arch == Architecture::qwen1) {
-    return {"transformer.wte.weight", "transformer.ln_f.weight", "lm_head.weight",
-            "transformer.h."};
-  }
-  return {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers."};
-}
 
 int usable_cpus() {
   cpu_set_t set;
@@ -242,7 +128,7 @@ size_t dtype_bytes(DType type) { return type == DType::f32 || type == DType::i32
 // The bytes this rank's slice of the model holds as stored: what a load reads.
 uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, const RankPartition& part,
                              bool embed_once) {
-  const std::string embed = tensor_names(c).embed;
+  const std::string embed = architecture_layout(c.arch).embed;
   auto meta = weights.meta(embed);
   const uint64_t unit = meta ? dtype_bytes(meta->dtype) : 2;
   const uint64_t d = c.head_dim, hidden = c.hidden;
@@ -250,10 +136,19 @@ uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, 
   const uint64_t mlp = part.mlp.size();
   // 4-bit checkpoints store a projection's weights packed, half a byte each.
   const double projection_unit = c.quant.method == QuantMethod::none ? unit : 0.5;
-  double layer = projection_unit * (hidden * (q + 2 * kv) + q * hidden + 3.0 * mlp * hidden);
-  layer += unit * (2 * hidden + (c.qkv_bias ? q + 2 * kv : 0) + (c.qk_norm ? 2 * d : 0));
+  double attention = projection_unit * (hidden * (q + 2 * kv) + q * hidden);
+  attention += unit * (2 * hidden + (c.qkv_bias ? q + 2 * kv : 0) + (c.qk_norm ? 2 * d : 0));
+  const MoeConfig& moe = c.moe;
+  const double dense_mlp = projection_unit * 3.0 * mlp * hidden;
+  const double sparse = unit * (double(moe.experts) * hidden + (moe.shared_expert_intermediate > 0 ? hidden : 0)) +
+                        projection_unit * 3.0 * hidden *
+                            (double(moe.experts) * part.expert.size() + part.shared_expert.size());
+  double layers = 0;
+  for (int l = 0; l < c.layers; ++l) {
+    layers += attention + (feed_forward_kind(c, l) == FeedForwardKind::mixture_of_experts ? sparse : dense_mlp);
+  }
   const uint64_t table = unit * part.vocab.size() * hidden;
-  return static_cast<uint64_t>(layer * c.layers) + table * (embed_once ? 1 : 2) + unit * hidden;
+  return static_cast<uint64_t>(layers) + table * (embed_once ? 1 : 2) + unit * hidden;
 }
 
 // Counts the bytes read through it (as stored) and tells the load's progress callback.
@@ -315,7 +210,10 @@ Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
                       ", heads " + std::to_string(c.heads) + ", head_dim " +
                       std::to_string(c.head_dim) + ") cannot be run");
   }
-  auto partition = partition_model(c, options.tp_size, options.tp_rank);
+  // --dtype int4 quantizes at load in groups of kInt4DefaultGroup inputs:
+  // experts split in whole groups, so every rank quantizes as one rank would.
+  const bool quantize_at_load = options.dtype == WeightFormat::int4 && c.quant.method == QuantMethod::none;
+  auto partition = partition_model(c, options.tp_size, options.tp_rank, quantize_at_load ? kInt4DefaultGroup : 1);
   if (!partition) return partition.error();
   model->partition_ = *partition;
   if (options.comm) {
@@ -365,25 +263,25 @@ Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
 
 Expected<void> Model::load_weights(const WeightSource& weights) {
   const ModelConfig& c = config_;
-  const TensorNames names = tensor_names(c);
+  const ArchitectureLayout& names = architecture_layout(c.arch);
   const AttentionSlice& attn = partition_.attention;
-  head_dim_ = c.head_dim;
-  local_heads_ = attn.q_heads.size();
-  local_kv_heads_ = attn.kv_heads.size();
-  qkv_width_ = (local_heads_ + 2 * local_kv_heads_) * head_dim_;
-  mlp_rows_ = partition_.mlp.size();
+  shape_.head_dim = c.head_dim;
+  shape_.local_heads = attn.q_heads.size();
+  shape_.local_kv_heads = attn.kv_heads.size();
+  shape_.qkv_width = (shape_.local_heads + 2 * shape_.local_kv_heads) * shape_.head_dim;
+  const int local_heads = shape_.local_heads, local_kv_heads = shape_.local_kv_heads;
 
   // Head groups: see kv_of_local_heads.
   head_groups_.clear();
   const bool aligned = attn.q_heads.begin % attn.group == 0 &&
-                       local_heads_ == local_kv_heads_ * attn.group;
+                       local_heads == local_kv_heads * attn.group;
   if (aligned) {
-    head_groups_.push_back({0, local_heads_, 0, local_kv_heads_, {}});
+    head_groups_.push_back({0, local_heads, 0, local_kv_heads, {}});
   } else {
     const std::vector<int> kv = kv_of_local_heads(attn);
-    for (int j = 0; j < local_heads_;) {
+    for (int j = 0; j < local_heads;) {
       int end = j;
-      while (end < local_heads_ && kv[end] == kv[j]) ++end;
+      while (end < local_heads && kv[end] == kv[j]) ++end;
       head_groups_.push_back({j, end - j, kv[j], 1, {}});
       j = end;
     }
@@ -392,7 +290,7 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   auto embed = read_matrix(weights, names.embed, slice_of(partition_.vocab), {});
   if (!embed) return embed.error();
   if (embed->cols != c.hidden) {
-    return make_error("tensor " + names.embed + ": " + std::to_string(embed->cols) +
+    return make_error("tensor " + std::string(names.embed) + ": " + std::to_string(embed->cols) +
                       " columns, config.json says hidden_size " + std::to_string(c.hidden));
   }
   // A tied int4 model keeps one 4-bit copy of the table, the head's, and
@@ -432,7 +330,7 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
     if (e) return *e;
   }
 
-  auto ln_f = read_vector(weights, names.ln_f);
+  auto ln_f = read_vector(weights, names.final_norm);
   if (!ln_f) return ln_f.error();
   ln_f_ = std::move(*ln_f);
 
@@ -446,108 +344,44 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
 
 Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index) {
   const ModelConfig& c = config_;
-  const std::string p = tensor_names(c).layer_prefix + std::to_string(index) + ".";
-  const AttentionSlice& attn = partition_.attention;
-  const int d = head_dim_;
-  const Range q_rows{attn.q_heads.begin * d, attn.q_heads.end * d};
-  const Range kv_rows{attn.kv_heads.begin * d, attn.kv_heads.end * d};
-  const Range mlp = partition_.mlp;
-  const Range hidden{0, c.hidden};
-  const int q_width = c.heads * d, kv_width = c.kv_heads * d;
+  const ArchitectureLayout& names = architecture_layout(c.arch);
+  const std::string p = names.layer_prefix + std::to_string(index) + ".";
   // Projections of a 4-bit checkpoint are int4 whatever --dtype says (it
   // applies to the unquantized embedding and head).
   const WeightFormat format = c.quant.method == QuantMethod::none ? options_.dtype : WeightFormat::int4;
   Layer layer;
 
-  auto norm = [&](const std::string& name, std::vector<float>& out) -> Expected<void> {
-    auto v = read_vector(weights, name);
-    if (!v) return v.error();
-    out = std::move(*v);
-    return {};
-  };
+  auto mixer = names.mixer == TokenMixerKind::attention_fused_qkv
+                   ? Attention::load_fused(weights, p, partition_, format)
+                   : Attention::load_split(weights, p, partition_, format);
+  if (!mixer) return mixer.error();
+  layer.mixer = std::move(*mixer);
+  if (auto r = read_norm(weights, p + names.input_norm, layer.ln_1); !r) return r.error();
+  if (auto r = read_norm(weights, p + names.post_norm, layer.ln_2); !r) return r.error();
 
-  std::vector<HostMatrix> qkv;
-  std::string o_name, gate_name, up_name, down_name;
-  if (c.arch == Architecture::qwen1) {
-    // c_attn stacks q, k, v rows of `hidden` each (Qwen1 is multi-head).
-    const std::string name = p + "attn.c_attn";
-    const int h = c.heads * d;
-    for (Range r : {q_rows, Range{h + kv_rows.begin, h + kv_rows.end},
-                    Range{2 * h + kv_rows.begin, 2 * h + kv_rows.end}}) {
-      auto m = read_projection(weights, name, r, hidden, 3 * h, c.hidden);
-      if (!m) return m.error();
-      if (c.qkv_bias) {
-        auto b = attach_bias(weights, p + "attn.c_attn.bias", slice_of(r), *m);
-        if (!b) return b.error();
-      }
-      qkv.push_back(std::move(*m));
+  switch (feed_forward_kind(c, index)) {
+    case FeedForwardKind::dense_mlp: {
+      auto mlp = DenseMlp::load(weights, p + names.mlp_gate, p + names.mlp_up, p + names.mlp_down, partition_.mlp,
+                                c.intermediate, format);
+      if (!mlp) return mlp.error();
+      layer.feed_forward = std::make_unique<DenseMlp>(std::move(*mlp));
+      break;
     }
-    if (auto r = norm(p + "ln_1.weight", layer.ln_1); !r) return r.error();
-    if (auto r = norm(p + "ln_2.weight", layer.ln_2); !r) return r.error();
-    o_name = p + "attn.c_proj";
-    gate_name = p + "mlp.w2";  // c_proj(w1(x) * silu(w2(x)))
-    up_name = p + "mlp.w1";
-    down_name = p + "mlp.c_proj";
-  } else {
-    for (auto [proj, rows, full] : {std::tuple{"q_proj", q_rows, q_width}, {"k_proj", kv_rows, kv_width},
-                                    {"v_proj", kv_rows, kv_width}}) {
-      const std::string base = p + "self_attn." + proj;
-      auto m = read_projection(weights, base, rows, hidden, full, c.hidden);
-      if (!m) return m.error();
-      if (c.qkv_bias) {
-        auto b = attach_bias(weights, base + ".bias", slice_of(rows), *m);
-        if (!b) return b.error();
-      }
-      qkv.push_back(std::move(*m));
-    }
-    if (auto r = norm(p + "input_layernorm.weight", layer.ln_1); !r) return r.error();
-    if (auto r = norm(p + "post_attention_layernorm.weight", layer.ln_2); !r) return r.error();
-    if (c.qk_norm) {
-      if (auto r = norm(p + "self_attn.q_norm.weight", layer.q_norm); !r) return r.error();
-      if (auto r = norm(p + "self_attn.k_norm.weight", layer.k_norm); !r) return r.error();
-    }
-    o_name = p + "self_attn.o_proj";
-    gate_name = p + "mlp.gate_proj";
-    up_name = p + "mlp.up_proj";
-    down_name = p + "mlp.down_proj";
-  }
-  for (const HostMatrix& m : qkv) {
-    if (m.cols != c.hidden) {
-      return make_error("tensor " + p + "attention q/k/v: " + std::to_string(m.cols) +
-                        " columns, config.json says hidden_size " + std::to_string(c.hidden));
+    case FeedForwardKind::mixture_of_experts: {
+      auto moe = MixtureOfExperts::load(weights, p + names.moe_prefix, partition_, format);
+      if (!moe) return moe.error();
+      layer.feed_forward = std::make_unique<MixtureOfExperts>(std::move(*moe));
+      break;
     }
   }
-  if (format == WeightFormat::int4 && c.quant.method != QuantMethod::none) {
-    if (auto same = same_input_groups({&qkv[0], &qkv[1], &qkv[2]}, p + "attention q/k/v"); !same) return same.error();
-  }
-  layer.qkv = Linear({qkv[0].block(), qkv[1].block(), qkv[2].block()}, c.hidden, format);
-  qkv.clear();
-
-  auto o = read_projection(weights, o_name, hidden, q_rows, c.hidden, q_width);
-  if (!o) return o.error();
-  layer.o_proj = Linear({o->block()}, o->cols, format);
-
-  auto gate = read_projection(weights, gate_name, mlp, hidden, c.intermediate, c.hidden);
-  if (!gate) return gate.error();
-  auto up = read_projection(weights, up_name, mlp, hidden, c.intermediate, c.hidden);
-  if (!up) return up.error();
-  if (format == WeightFormat::int4 && c.quant.method != QuantMethod::none) {
-    if (auto same = same_input_groups({&*gate, &*up}, p + "mlp gate/up"); !same) return same.error();
-  }
-  layer.gate_up = Linear({gate->block(), up->block()}, c.hidden, format);
-
-  auto down = read_projection(weights, down_name, hidden, mlp, c.hidden, c.intermediate);
-  if (!down) return down.error();
-  layer.down = Linear({down->block()}, down->cols, format);
   return layer;
 }
 
 uint64_t Model::weight_bytes() const {
   uint64_t total = lm_head_.weight_bytes();
   for (const Layer& l : layers_) {
-    total += l.qkv.weight_bytes() + l.o_proj.weight_bytes() + l.gate_up.weight_bytes() +
-             l.down.weight_bytes();
-    total += (l.ln_1.size() + l.ln_2.size() + l.q_norm.size() + l.k_norm.size()) * sizeof(float);
+    total += l.mixer.weight_bytes() + l.feed_forward->weight_bytes();
+    total += (l.ln_1.size() + l.ln_2.size()) * sizeof(float);
   }
   total += embed_bf16_.size() * sizeof(uint16_t) + embed_f32_.size() * sizeof(float);
   total += ln_f_.size() * sizeof(float);
@@ -556,7 +390,16 @@ uint64_t Model::weight_bytes() const {
 
 uint64_t Model::decode_weight_bytes() const {
   uint64_t total = weight_bytes() - embed_bf16_.size() * sizeof(uint16_t) - embed_f32_.size() * sizeof(float);
+  // A mixture of experts reads only the experts a token chose.
+  for (const Layer& l : layers_) total -= l.feed_forward->weight_bytes() - l.feed_forward->token_bytes();
   return total + static_cast<uint64_t>(config_.hidden) * (embed_f32_.empty() ? 2 : 4);
+}
+
+bool Model::has_experts() const {
+  for (int l = 0; l < config_.layers; ++l) {
+    if (feed_forward_kind(config_, l) == FeedForwardKind::mixture_of_experts) return true;
+  }
+  return false;
 }
 
 std::string Model::format_name() const {
@@ -564,7 +407,7 @@ std::string Model::format_name() const {
   return weight_format_name(options_.dtype);
 }
 
-std::string Model::kernel_name() const { return layers_.empty() ? lm_head_.kernel_name() : layers_[0].qkv.kernel_name(); }
+std::string Model::kernel_name() const { return layers_.empty() ? lm_head_.kernel_name() : layers_[0].mixer.kernel_name(); }
 
 std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
   auto seq = std::make_unique<Sequence>();
@@ -572,7 +415,7 @@ std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
   seq->layers_.resize(config_.layers);
   for (auto& layer : seq->layers_) {
     layer = head_groups_;
-    for (auto& g : layer) g.cache = KvCache(g.kv_count, head_dim_, seq->capacity_, options_.kv);
+    for (auto& g : layer) g.cache = KvCache(g.kv_count, shape_.head_dim, seq->capacity_, options_.kv);
   }
   return seq;
 }
@@ -613,32 +456,6 @@ void Model::embed(std::span<const int32_t> tokens, float* out) {
   allreduce(out, tokens.size() * h);
 }
 
-void Model::attend(int layer_index, std::span<const Chunk> chunks) {
-  const int d = head_dim_;
-  const int attn_width = local_heads_ * d;
-  int row = 0;
-  for (const Chunk& chunk : chunks) {
-    const int n = static_cast<int>(chunk.tokens.size());
-    const int* pos = positions_.data() + row;
-    float* q = qkv_.data() + static_cast<size_t>(row) * qkv_width_;
-    float* k = q + local_heads_ * d;
-    float* v = k + local_kv_heads_ * d;
-    float* out = attn_.data() + static_cast<size_t>(row) * attn_width;
-    for (auto& g : chunk.sequence->layers_[layer_index]) {
-      g.cache.store(k + g.kv_begin * d, v + g.kv_begin * d, n, qkv_width_, pos);
-      // The kernel's work split depends on how many rows it gets; one row at
-      // a time, a token's attention is the same however its prompt is chunked.
-      const int step = options_.batch_invariant ? 1 : n;
-      for (int r = 0; r < n; r += step) {
-        const size_t at = static_cast<size_t>(r);
-        attention(q + at * qkv_width_ + g.q_begin * d, std::min(step, n - r), qkv_width_, pos + r, g.cache,
-                  g.q_count, out + at * attn_width + g.q_begin * d, attn_width, *pool_);
-      }
-    }
-    row += n;
-  }
-}
-
 void Model::project(const Linear& linear, const float* x, int m, float* y) const {
   if (rows_independent_) linear.forward_gemv(x, m, y, *pool_);
   else linear.forward(x, m, y, *pool_);
@@ -646,31 +463,24 @@ void Model::project(const Linear& linear, const float* x, int m, float* y) const
 
 void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m) {
   const int h = config_.hidden;
-  const int d = head_dim_;
   const float eps = static_cast<float>(config_.rms_eps);
   const size_t hm = static_cast<size_t>(m) * h;
 
   rmsnorm_rows(hidden_.data(), layer.ln_1.data(), normed_.data(), m, h, eps);
-  project(layer.qkv, normed_.data(), m, qkv_.data());
-  if (config_.qk_norm) {
-    for (int r = 0; r < m; ++r) {
-      float* q = qkv_.data() + static_cast<size_t>(r) * qkv_width_;
-      rmsnorm_rows(q, layer.q_norm.data(), local_heads_, d, eps);
-      rmsnorm_rows(q + local_heads_ * d, layer.k_norm.data(), local_kv_heads_, d, eps);
-    }
-  }
-  apply_rope(qkv_.data(), m, qkv_width_, local_heads_, d, positions_.data(), rope_);
-  apply_rope(qkv_.data() + local_heads_ * d, m, qkv_width_, local_kv_heads_, d,
-             positions_.data(), rope_);
-  attend(layer_index, chunks);
-  project(layer.o_proj, attn_.data(), m, proj_.data());
+  AttentionPass& attention = attention_pass_;
+  attention.rows_independent = rows_independent_;
+  for (size_t c = 0; c < chunks.size(); ++c) attention.chunk_caches[c] = &chunks[c].sequence->layers_[layer_index];
+  layer.mixer.forward(normed_.data(), m, proj_.data(), shape_, eps, attention);
   allreduce(proj_.data(), hm);
   add_inplace(hidden_.data(), proj_.data(), hm);
 
   rmsnorm_rows(hidden_.data(), layer.ln_2.data(), normed_.data(), m, h, eps);
-  project(layer.gate_up, normed_.data(), m, gate_up_.data());
-  silu_mul_fused(gate_up_.data(), m, mlp_rows_, act_.data());
-  project(layer.down, act_.data(), m, proj_.data());
+  FeedForwardPass& feed_forward = feed_forward_pass_;
+  feed_forward.rows_independent = rows_independent_;
+  const bool timed = profiling_;
+  feed_forward.router_ms = timed ? &profile_[layer_index].router_ms : nullptr;
+  feed_forward.experts_ms = timed ? &profile_[layer_index].experts_ms : nullptr;
+  layer.feed_forward->forward(normed_.data(), m, proj_.data(), feed_forward);
   allreduce(proj_.data(), hm);
   add_inplace(hidden_.data(), proj_.data(), hm);
 }
@@ -706,10 +516,14 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   hidden_.resize(hm);
   normed_.resize(hm);
   proj_.resize(hm);
-  qkv_.resize(static_cast<size_t>(m) * qkv_width_);
-  attn_.resize(static_cast<size_t>(m) * local_heads_ * head_dim_);
-  gate_up_.resize(static_cast<size_t>(m) * 2 * mlp_rows_);
-  act_.resize(static_cast<size_t>(m) * mlp_rows_);
+  attention_pass_.pool = pool_.get();
+  attention_pass_.batch_invariant = options_.batch_invariant;
+  attention_pass_.rope = &rope_;
+  attention_pass_.positions = positions_.data();
+  attention_pass_.chunk_rows.clear();
+  for (const Chunk& chunk : chunks) attention_pass_.chunk_rows.push_back(static_cast<int>(chunk.tokens.size()));
+  attention_pass_.chunk_caches.assign(chunks.size(), nullptr);
+  feed_forward_pass_.pool = pool_.get();
 
   embed(tokens_, hidden_.data());
   for (int l = 0; l < config_.layers; ++l) {

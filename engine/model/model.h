@@ -1,20 +1,15 @@
-// The Qwen decoder (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM)
-// on one tensor-parallel rank: the rank loads only its slice (partition.h),
-// runs every layer on it and meets the other ranks in two allreduces per
-// layer (after o_proj and after down_proj). The same code serves one rank
+// The Qwen decoder (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM,
+// Qwen2MoeForCausalLM, Qwen3MoeForCausalLM) on one tensor-parallel rank: the
+// rank loads only its slice (partition.h), runs every layer on it and meets
+// the other ranks in two allreduces per layer (after the token mixer and
+// after the feed-forward). The same code serves one rank
 // (SingleRankCommunicator: the collectives do nothing), ranks as threads in
 // one process (tests) and MPI ranks.
 //
-// Per layer, on m token rows:
-//   x = rmsnorm(h, ln_1)
-//   q|k|v = x · Wqkvᵀ + b        fused rows of this rank's heads
-//   q, k = rmsnorm per head       Qwen3 only (q_norm, k_norm)
-//   q, k = rope(q, k, position)   rotate-half
-//   a = attention(q, KV cache)    causal, GQA
-//   h += allreduce(a · Woᵀ)       o_proj columns of this rank's heads
-//   x = rmsnorm(h, ln_2)
-//   g|u = x · Wguᵀ                this rank's MLP rows (Qwen1: g = w2, u = w1)
-//   h += allreduce((silu(g) * u) · Wdownᵀ)
+// A layer is composed from blocks the architecture table picks
+// (architectures.h), on m token rows:
+//   h += allreduce(mixer(rmsnorm(h, ln_1)))        blocks/attention.h
+//   h += allreduce(feed_forward(rmsnorm(h, ln_2)))  blocks/dense_mlp.h or blocks/moe.h
 // then logits = rmsnorm(h, ln_f) · Wheadᵀ over this rank's vocabulary slice.
 #pragma once
 
@@ -33,6 +28,8 @@
 #include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/blocks/attention.h"
+#include "engine/model/blocks/feed_forward.h"
 #include "engine/model/partition.h"
 
 namespace xft::engine {
@@ -77,14 +74,7 @@ class Sequence {
 
  private:
   friend class Model;
-  // The query heads that read one cache: local heads [q_begin, q_begin + q_count).
-  struct HeadGroup {
-    int q_begin = 0;
-    int q_count = 0;
-    int kv_begin = 0;  // first local kv head stored in `cache`
-    int kv_count = 0;
-    KvCache cache;
-  };
+  using HeadGroup = KvHeadGroup;
   int capacity_ = 0;
   std::vector<int32_t> tokens_;
   std::vector<std::vector<HeadGroup>> layers_;
@@ -111,7 +101,8 @@ class Model {
   // This rank's packed weights (what one decode step streams) plus embedding.
   uint64_t weight_bytes() const;
   // Bytes one decode step reads: every projection and the head, norms, one
-  // embedding row (the embedding table itself is only indexed).
+  // embedding row (the embedding table itself is only indexed); of a
+  // mixture of experts only the router, top_k experts and the shared expert.
   uint64_t decode_weight_bytes() const;
   // The weight format of the projections: "bf16", "int8", "int4" (quantized
   // at load), "gptq-int4", "awq-int4" (as the checkpoint stores them).
@@ -133,19 +124,24 @@ class Model {
   std::vector<float> gather_vocab(std::span<const float> local_rows, int rows);
 
   // Time spent per layer in forward passes since enable_profile(true): all of
-  // it, and the part spent in allreduce (waiting for peers included). The
-  // last entry is the final norm and the vocabulary head.
+  // it, and the part spent in allreduce (waiting for peers included); in a
+  // mixture-of-experts layer also routing (router projection, softmax, top-k)
+  // and the experts. The last entry is the final norm and the vocabulary head.
   struct LayerTime {
     double total_ms = 0.0;
     double allreduce_ms = 0.0;
+    double router_ms = 0.0;
+    double experts_ms = 0.0;
   };
+  bool has_experts() const;
   void enable_profile(bool on);
   const std::vector<LayerTime>& profile() const { return profile_; }
 
  private:
   struct Layer {
-    std::vector<float> ln_1, ln_2, q_norm, k_norm;
-    Linear qkv, o_proj, gate_up, down;
+    std::vector<float> ln_1, ln_2;
+    Attention mixer;
+    std::unique_ptr<FeedForward> feed_forward;
   };
 
   Model() = default;
@@ -153,7 +149,6 @@ class Model {
   Expected<Layer> load_layer(const WeightSource& weights, int index);
   void embed(std::span<const int32_t> tokens, float* out);
   void run_layer(const Layer& layer, int layer_index, std::span<const Chunk> chunks, int m);
-  void attend(int layer_index, std::span<const Chunk> chunks);
   void allreduce(float* data, size_t n);
   void project(const Linear& linear, const float* x, int m, float* y) const;
 
@@ -164,7 +159,7 @@ class Model {
   Communicator* comm_ = nullptr;
   std::unique_ptr<ThreadPool> pool_;
   int max_context_ = 0;
-  int local_heads_ = 0, local_kv_heads_ = 0, head_dim_ = 0, qkv_width_ = 0, mlp_rows_ = 0;
+  AttentionShape shape_;
   std::vector<Sequence::HeadGroup> head_groups_;  // template for new sequences (caches empty)
 
   std::vector<uint16_t> embed_bf16_;  // [vocab slice][hidden]
@@ -183,7 +178,9 @@ class Model {
   // Scratch reused across calls.
   std::vector<int32_t> tokens_;
   std::vector<int> positions_;
-  std::vector<float> hidden_, normed_, qkv_, attn_, proj_, gate_up_, act_, last_, logits_;
+  std::vector<float> hidden_, normed_, proj_, last_, logits_;
+  AttentionPass attention_pass_;
+  FeedForwardPass feed_forward_pass_;
 };
 
 }  // namespace xft::engine

@@ -56,9 +56,29 @@ std::string quantized_split_problem(const ModelConfig& config, int tp) {
   return "";
 }
 
+// Why the experts cannot be split over tp ranks in whole groups of
+// `group` inputs ("" when they can).
+std::string expert_split_problem(const ModelConfig& config, int tp, int group) {
+  const MoeConfig& moe = config.moe;
+  if (moe.experts <= 0) return "";
+  for (int rank = 0; rank < tp; ++rank) {
+    if (split_in_units(moe.expert_intermediate, tp, rank, group).size() == 0) {
+      return "rank " + std::to_string(rank) + " would get no group of an expert's " +
+             std::to_string(moe.expert_intermediate) + " rows (moe_intermediate_size) in groups of " +
+             std::to_string(group);
+    }
+    if (moe.shared_expert_intermediate > 0 &&
+        split_in_units(moe.shared_expert_intermediate, tp, rank, group).size() == 0) {
+      return "rank " + std::to_string(rank) + " would get no group of the shared expert's " +
+             std::to_string(moe.shared_expert_intermediate) + " rows in groups of " + std::to_string(group);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
-Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank) {
+Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank, int expert_group) {
   if (tp_size < 1 || tp_rank < 0 || tp_rank >= tp_size) {
     return make_error("tensor parallel rank " + std::to_string(tp_rank) + " of " +
                       std::to_string(tp_size) + " is out of range");
@@ -85,12 +105,28 @@ Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, 
     return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split this 4-bit checkpoint: " +
                       problem + " (rank counts that work: " + working + ")");
   }
+  expert_group = std::max(1, expert_group);
+  if (std::string problem = expert_split_problem(config, tp_size, expert_group); !problem.empty()) {
+    std::string working;
+    for (int tp = 1; tp <= std::min(config.heads, 64); ++tp) {
+      if (expert_split_problem(config, tp, expert_group).empty()) {
+        working += (working.empty() ? "" : ", ") + std::to_string(tp);
+      }
+    }
+    const std::string why = expert_group > 1 ? " without cutting an int4 quantization group: " : ": ";
+    return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split the experts" + why + problem +
+                      " (rank counts that work: " + working + ")");
+  }
   RankPartition partition;
   partition.tp_rank = tp_rank;
   partition.tp_size = tp_size;
   partition.attention = attention_slice(config.heads, config.kv_heads, tp_size, tp_rank);
   partition.mlp = split_in_units(config.intermediate, tp_size, tp_rank, mlp_unit(config));
   partition.vocab = split_range(config.vocab, tp_size, tp_rank);
+  if (config.moe.experts > 0) {
+    partition.expert = split_in_units(config.moe.expert_intermediate, tp_size, tp_rank, expert_group);
+    partition.shared_expert = split_in_units(config.moe.shared_expert_intermediate, tp_size, tp_rank, expert_group);
+  }
   return partition;
 }
 

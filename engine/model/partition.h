@@ -8,6 +8,10 @@
 //   o_proj     by input columns (the rank's query heads), then allreduce
 //   MLP        gate/up by output rows, down_proj by input columns, allreduce
 //   vocabulary embedding and lm_head rows by contiguous id ranges
+//   experts   every expert (and the shared expert) like the MLP: gate/up by
+//              output rows, down_proj by input columns; the router and the
+//              shared expert's gate are replicated, so every rank picks the
+//              same experts and one allreduce after the feed-forward suffices
 // A 4-bit checkpoint packs 8 rows per int32 and scales groups of inputs: its
 // MLP is split in whole groups of down_proj's inputs (else in eights), and a
 // rank count whose head split cuts a packed int32 is refused, naming the
@@ -49,10 +53,17 @@ struct RankPartition {
   AttentionSlice attention;
   Range mlp;    // rows of gate/up (columns of down_proj)
   Range vocab;  // token ids of embedding and lm_head rows
+  Range expert;         // rows of every expert's gate/up (MoE models; empty otherwise)
+  Range shared_expert;  // rows of the shared expert's gate/up (Qwen2-MoE)
 };
 
-// Fails (one line) when the model cannot be split that way.
-Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank);
+// Fails (one line) when the model cannot be split that way. expert_group:
+// the input columns that quantization at load keeps in one group
+// (kInt4DefaultGroup for --dtype int4, else 1): experts are split in whole
+// groups of down_proj's inputs, so each rank quantizes what one rank would,
+// and a rank count that would leave a rank without a group is refused with
+// the counts that work.
+Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, int tp_rank, int expert_group = 1);
 
 std::string describe(const RankPartition& partition);
 

@@ -1,5 +1,6 @@
-// The forward pass against an independent reference (llama.cpp, fp32) on the
-// deterministic test models of all three architectures: logits at every
+// The forward pass against an independent reference (llama.cpp, fp32; numpy
+// from transformers' code for the mixture-of-experts models) on the
+// deterministic test models of every architecture: logits at every
 // prompt position and the greedy continuation; then the same math split over
 // 2, 3 and 4 tensor-parallel ranks (threads of this process) against one rank.
 #include <gmock/gmock.h>
@@ -184,7 +185,8 @@ TEST_P(GoldenModel, Fp32FreeRunningGreedyEqualsTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, GoldenModel,
-                         ::testing::Values("qwen1-tiny-s5", "qwen2-tiny-s7", "qwen3-tiny-s11"),
+                         ::testing::Values("qwen1-tiny-s5", "qwen2-tiny-s7", "qwen3-tiny-s11", "qwen3moe-tiny-s33",
+                                           "qwen2moe-tiny-s37"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& ch : name) {
