@@ -1,6 +1,7 @@
 // Mixture-of-experts Qwen (Qwen2-MoE, Qwen3-MoE): the router against a plain
 // reference, the golden logits at 1, 2 and 4 tensor-parallel ranks, batch
-// invariance of a row's logits, and the rank counts int4 experts refuse.
+// invariance of a row's logits, experts quantized to int4 at load against
+// their dequantized weights in fp32, and the rank counts int4 experts refuse.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
 #include "engine/model/blocks/moe.h"
+#include "engine/kernels/ops.h"
 #include "engine/model/model.h"
+#include "kernels_test_support.h"
 #include "model_thread_communicator.h"
 
 namespace xft::engine {
@@ -128,10 +131,11 @@ Golden load_golden(const std::string& name) {
 }
 
 Expected<std::unique_ptr<Model>> load(const WeightSource& weights, WeightFormat format, int tp = 1, int rank = 0,
-                                      Communicator* comm = nullptr, bool batch_invariant = false) {
+                                      Communicator* comm = nullptr, bool batch_invariant = false,
+                                      bool f32_cache = false) {
   ModelOptions options;
   options.dtype = format;
-  options.kv = format == WeightFormat::f32 ? KvFormat::f32 : KvFormat::bf16;
+  options.kv = format == WeightFormat::f32 || f32_cache ? KvFormat::f32 : KvFormat::bf16;
   options.threads = tp == 1 ? 2 : 1;
   options.tp_size = tp;
   options.tp_rank = rank;
@@ -283,6 +287,119 @@ TEST(MoeGoldenBf16, Top1MatchesWhereTheMarginIsClear) {
     EXPECT_GT(checked, 20) << name;
   }
 }
+
+// The model as --dtype int4 sees it: every projection quantized here, as
+// quant_int4.h describes (groups of 128 inputs, round to nearest even,
+// s = f16((max - min) / 15) with zero inside [min, max], w = (q - z) s) and
+// dequantized to f32; router, shared-expert gate, norms and the embedding as
+// stored.
+class Int4AtLoadView final : public WeightSource {
+ public:
+  explicit Int4AtLoadView(const WeightSource& inner) : inner_(inner) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  bool has(const std::string& name) const override { return inner_.has(name); }
+  Expected<TensorMeta> meta(const std::string& name) const override {
+    auto m = inner_.meta(name);
+    if (m && quantized(name)) m->dtype = DType::f32;
+    return m;
+  }
+  Expected<std::vector<float>> read_f32(const std::string& name, Slice rows, Slice cols) const override {
+    if (!quantized(name)) return inner_.read_f32(name, rows, cols);
+    auto shape = inner_.meta(name);
+    auto full = inner_.read_f32(name);
+    if (!shape || !full) return make_error("cannot read " + name);
+    const int64_t n_rows = shape->shape[0], n_cols = shape->shape[1];
+    dequantized_groups(*full, n_rows, n_cols);
+    const int64_t r0 = rows.begin, r1 = rows.end < 0 ? n_rows : rows.end;
+    const int64_t c0 = cols.begin, c1 = cols.end < 0 ? n_cols : cols.end;
+    std::vector<float> out;
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c = c0; c < c1; ++c) out.push_back((*full)[r * n_cols + c]);
+    }
+    return out;
+  }
+  Expected<std::vector<uint16_t>> read_bf16(const std::string& name, Slice rows, Slice cols) const override {
+    return inner_.read_bf16(name, rows, cols);
+  }
+  uint64_t bytes_read() const override { return inner_.bytes_read(); }
+
+ private:
+  // Every projection and the head (a tied head is the embedding table).
+  bool quantized(const std::string& name) const {
+    const std::string proj = "_proj.weight";
+    const std::string head = inner_.config().tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    return name == head ||
+           (name.size() > proj.size() && name.compare(name.size() - proj.size(), proj.size(), proj) == 0);
+  }
+  static void dequantized_groups(std::vector<float>& w, int64_t rows, int64_t cols) {
+    constexpr int64_t kGroup = 128;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c0 = 0; c0 < cols; c0 += kGroup) {
+        float* g = w.data() + r * cols + c0;
+        const int64_t n = std::min(kGroup, cols - c0);
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t i = 0; i < n; ++i) lo = std::min(lo, g[i]), hi = std::max(hi, g[i]);
+        const float scale = f16_to_f32(f32_to_f16((hi - lo) / 15.0f));
+        if (!(scale > 0.0f)) continue;
+        const float zero = std::clamp(std::nearbyint(-lo / scale), 0.0f, 15.0f);
+        for (int64_t i = 0; i < n; ++i) {
+          const float q = std::clamp(std::nearbyint(g[i] / scale) + zero, 0.0f, 15.0f);
+          g[i] = (q - zero) * scale;
+        }
+      }
+    }
+  }
+  const WeightSource& inner_;
+};
+
+// --dtype int4 experts (quantized at load) against the same quantized weights
+// run in fp32, within the golden's fp32 tolerance: the scalar int4 kernel on
+// every row (batch-invariant; oneDNN prefill would round the weights to bf16),
+// which keeps x in float (the AVX2 kernel quantizes x to int8, the AVX-512
+// BF16 one rounds it to bf16, and the quantized weights put some tokens' k-th
+// and (k+1)-th experts within 2e-4 of each other, which that rounding may
+// swap); an f32 KV cache on both sides.
+void check_int4_at_load(const char* name) {
+  IsaScope float_x(Isa::scalar);  // chosen when each Linear is packed
+  const Golden g = load_golden(name);
+  auto weights = make_fake_weights(g.config, g.seed);
+  const Int4AtLoadView dequantized(*weights);
+  auto int4 = load(*weights, WeightFormat::int4, 1, 0, nullptr, true, true);
+  auto reference = load(dequantized, WeightFormat::f32);
+  ASSERT_TRUE(int4.ok()) << int4.error().message;
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  EXPECT_EQ((*int4)->format_name(), "int4");
+  const int vocab = g.config.vocab;
+  for (const auto& c : g.json["cases"]) {
+    const std::vector<int32_t> prompt = ids_of(c["prompt"]);
+    std::vector<std::vector<float>> logits;
+    for (Model* m : {int4->get(), reference->get()}) {
+      auto seq = m->new_sequence();
+      Chunk chunk{seq.get(), prompt};
+      auto out = m->forward({&chunk, 1}, true);
+      ASSERT_TRUE(out.ok()) << out.error().message;
+      logits.emplace_back(out->begin(), out->end());
+    }
+    const double limit = g.json["tolerance"]["fp32_max_abs_rel_to_std"].get<double>() * c["logit_std"].get<double>();
+    for (size_t p = 0; p < prompt.size(); ++p) {
+      for (const auto& top : c["positions"][p]["top"]) {
+        const size_t at = p * vocab + top[0].get<int>();
+        EXPECT_NEAR(logits[0][at], logits[1][at], limit) << name << " position " << p;
+      }
+    }
+  }
+}
+
+class MoeInt4 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MoeInt4, ExpertsQuantizedAtLoadMatchTheirDequantizedWeightsInFp32) { check_int4_at_load(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Models, MoeInt4, ::testing::Values("qwen3moe-tiny-s33", "qwen2moe-tiny-s37"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
 
 TEST(MoeErrors, Int4ExpertsRefuseRankCountsThatCutAGroup) {
   const Golden g = load_golden("qwen3moe-tiny-s33");
