@@ -401,6 +401,61 @@ INSTANTIATE_TEST_SUITE_P(Models, MoeInt4, ::testing::Values("qwen3moe-tiny-s33",
                            return name;
                          });
 
+// int4 experts over 2 ranks: experts 384 wide are 3 groups of 128, split
+// 256 + 128 (not 192 + 192, which would cut a group), so each rank quantizes
+// exactly the groups one rank does and the logits differ from one rank's
+// only by the order of float sums. (Heads of 128 keep o_proj's input groups
+// whole too: a rank's o_proj columns are its heads.)
+TEST(MoeInt4, TwoRanksQuantizeTheGroupsOneRankDoes) {
+  IsaScope float_x(Isa::scalar);  // x stays float: no bf16 rounding of the ranks' slightly different sums
+  TestModelSpec spec;
+  spec.arch = Architecture::qwen3_moe;
+  spec.seed = 5;
+  spec.heads = 2;
+  spec.kv_heads = 2;
+  spec.head_dim = 128;
+  spec.experts = 4;
+  spec.topk = 2;
+  spec.moe_intermediate = 384;
+  spec.vocab = 4096;
+  auto config = test_model_config(spec);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto weights = make_fake_weights(*config, spec.seed);
+  const std::vector<int32_t> prompt = {151 % 4096, 872, 198, 3838, 374, 3797, 835, 30};
+  auto logits_of = [&](Model& m) {
+    auto seq = m.new_sequence();
+    Chunk chunk{seq.get(), prompt};
+    auto out = m.forward({&chunk, 1}, true);
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return m.gather_vocab(*out, static_cast<int>(prompt.size()));
+  };
+  std::vector<float> one;
+  {
+    auto model = load(*weights, WeightFormat::int4, 1, 0, nullptr, true, true);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    one = logits_of(**model);
+  }
+  std::vector<float> two;
+  std::vector<Range> expert_rows(2);
+  testing::run_ranks(2, [&](int rank, Communicator& comm) {
+    auto model = load(*weights, WeightFormat::int4, 2, rank, &comm, true, true);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    expert_rows[rank] = (*model)->partition().expert;
+    std::vector<float> logits = logits_of(**model);
+    if (rank == 0) two = std::move(logits);
+  });
+  EXPECT_EQ(expert_rows[0], (Range{0, 256}));
+  EXPECT_EQ(expert_rows[1], (Range{256, 384}));
+  ASSERT_EQ(two.size(), one.size());
+  double worst = 0.0, spread = 0.0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    worst = std::max(worst, std::abs(double(two[i]) - one[i]));
+    spread = std::max(spread, std::abs(double(one[i])));
+  }
+  EXPECT_LT(worst, 1e-4 * spread);
+  EXPECT_GT(spread, 1.0);
+}
+
 TEST(MoeErrors, Int4ExpertsRefuseRankCountsThatCutAGroup) {
   const Golden g = load_golden("qwen3moe-tiny-s33");
   auto weights = make_fake_weights(g.config, g.seed);
