@@ -39,20 +39,17 @@ SamplingParams sampling_for(int i) {
 // Prompts of 70..150 tokens: several chunks each at 7 and 64 tokens.
 int prompt_length(int i) { return 70 + 16 * i; }
 
-class ChunkedPrefill : public ::testing::TestWithParam<int> {};
-
 // Request i is submitted once request i-1 has its first token, so each joins
 // while the earlier ones decode (and, with small chunks, while they still prefill).
-TEST_P(ChunkedPrefill, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+void check_requests_get_their_tokens_alone(TinyModel& t, int prefill_chunk) {
   constexpr int kRequests = 5, kTokens = 8;
-  TinyModel t = tiny_model();
   std::vector<std::vector<int32_t>> expected;
   for (int i = 0; i < kRequests; ++i) {
     expected.push_back(alone(*t.model, prompt_of(prompt_length(i), i), sampling_for(i), kTokens));
   }
   SchedulerOptions options;
   options.max_batch = 4;
-  options.prefill_chunk = GetParam();
+  options.prefill_chunk = prefill_chunk;
   Scheduler scheduler(*t.model, options);
   std::atomic<bool> stop{false};
   std::thread loop([&] { EXPECT_TRUE(scheduler.run(stop).ok()); });
@@ -76,7 +73,7 @@ TEST_P(ChunkedPrefill, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
     while (streams[i]->next(got[i], std::chrono::milliseconds(100))) {
     }
     EXPECT_EQ(streams[i]->finish_reason(), "length") << i;
-    EXPECT_EQ(got[i], expected[i]) << "request " << i << ", chunks of " << GetParam();
+    EXPECT_EQ(got[i], expected[i]) << "request " << i << ", chunks of " << prefill_chunk;
   }
   SchedulerCounters counters = scheduler.take_counters();
   EXPECT_EQ(counters.time_to_first_token_s.size(), static_cast<size_t>(kRequests));
@@ -84,7 +81,26 @@ TEST_P(ChunkedPrefill, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
   loop.join();
 }
 
+class ChunkedPrefill : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChunkedPrefill, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+  TinyModel t = tiny_model();
+  check_requests_get_their_tokens_alone(t, GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefill, ::testing::Values(1, 7, 64, 0));
+
+// The same contract on a mixture of experts (Qwen3-MoE, 8 experts, top 2):
+// a request's experts and their sums do not depend on what shares its steps.
+class ChunkedPrefillMoe : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChunkedPrefillMoe, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+  TinyModel t = testing::tiny_model(11, true, kContext, Architecture::qwen3_moe);
+  ASSERT_TRUE(t.model->has_experts());
+  check_requests_get_their_tokens_alone(t, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillMoe, ::testing::Values(7, 64));
 
 // The plan the scheduler broadcasts: a prompt's chunks in order, the first
 // one creating the sequence and only the last one drawing a token.

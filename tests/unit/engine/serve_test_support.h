@@ -19,10 +19,13 @@ struct TinyModel {
   std::unique_ptr<Model> model;
 };
 
-// The test model of SEED, bf16, 2 threads.
-inline TinyModel tiny_model(uint64_t seed, bool batch_invariant, int max_context) {
+// The test model of SEED (Qwen2 unless `arch` says otherwise; a mixture of
+// experts takes make-test's defaults), bf16, 2 threads.
+inline TinyModel tiny_model(uint64_t seed, bool batch_invariant, int max_context,
+                            Architecture arch = Architecture::qwen2) {
   TestModelSpec spec;
   spec.seed = seed;
+  spec.arch = arch;
   TinyModel t;
   t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
   ModelOptions options;
