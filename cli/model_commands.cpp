@@ -105,21 +105,30 @@ struct CheckFlags {
 };
 
 nlohmann::ordered_json check_json(const std::string& dir, const ModelConfig& c, size_t tensors, uint64_t bytes) {
-  return {{"dir", dir},
-          {"architecture", c.architecture_name},
-          {"layers", c.layers},
-          {"hidden", c.hidden},
-          {"heads", c.heads},
-          {"kv_heads", c.kv_heads},
-          {"head_dim", c.head_dim},
-          {"intermediate", c.intermediate},
-          {"vocab", c.vocab},
-          {"tie_embeddings", c.tie_embeddings},
-          {"quant", c.quant.method == QuantMethod::none ? nlohmann::ordered_json(nullptr)
-                                                        : nlohmann::ordered_json(quant_format_name(c.quant))},
-          {"tensors", tensors},
-          {"bytes", bytes},
-          {"ok", true}};
+  nlohmann::ordered_json j;
+  j["dir"] = dir;
+  j["architecture"] = c.architecture_name;
+  j["layers"] = c.layers;
+  j["hidden"] = c.hidden;
+  j["heads"] = c.heads;
+  j["kv_heads"] = c.kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["intermediate"] = c.intermediate;
+  j["vocab"] = c.vocab;
+  j["tie_embeddings"] = c.tie_embeddings;
+  j["quant"] = c.quant.method == QuantMethod::none ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json(quant_format_name(c.quant));
+  if (c.moe.experts > 0) {  // dense checkpoints print as they always did
+    j["experts"] = {{"count", c.moe.experts},
+                    {"per_token", c.moe.experts_per_token},
+                    {"width", c.moe.expert_intermediate},
+                    {"shared_width", c.moe.shared_expert_intermediate},
+                    {"norm_topk_prob", c.moe.norm_topk_prob}};
+  }
+  j["tensors"] = tensors;
+  j["bytes"] = bytes;
+  j["ok"] = true;
+  return j;
 }
 
 // With --json the failure is a document too ({"ok": false, "error": ...}); the log line stays on stderr.
@@ -149,10 +158,19 @@ void check(Context& ctx, const CheckFlags& flags) {
     std::printf("%s\n", check_json(dir, c, count, bytes).dump(2).c_str());
     return;
   }
-  std::printf("%s: %s, %d layers, hidden %d, heads %d (kv %d, head_dim %d), intermediate %d, "
+  std::string experts;
+  if (c.moe.experts > 0) {
+    experts = ", " + std::to_string(c.moe.experts) + " experts (top " + std::to_string(c.moe.experts_per_token) +
+              ", width " + std::to_string(c.moe.expert_intermediate) +
+              (c.moe.shared_expert_intermediate > 0
+                   ? ", shared expert " + std::to_string(c.moe.shared_expert_intermediate)
+                   : std::string()) +
+              ")";
+  }
+  std::printf("%s: %s, %d layers, hidden %d, heads %d (kv %d, head_dim %d), intermediate %d%s, "
               "vocab %d, %s embeddings%s%s, %zu tensors, %s: OK\n",
               dir.c_str(), c.architecture_name.c_str(), c.layers, c.hidden, c.heads, c.kv_heads,
-              c.head_dim, c.intermediate, c.vocab, c.tie_embeddings ? "tied" : "untied",
+              c.head_dim, c.intermediate, experts.c_str(), c.vocab, c.tie_embeddings ? "tied" : "untied",
               c.quant.method == QuantMethod::none ? "" : ", ", quant_format_name(c.quant).c_str(), count,
               human_bytes(bytes).c_str());
   ctx.exit_code = exit_ok;

@@ -49,7 +49,8 @@ for name in qwen3moe-tiny-s33 qwen2moe-tiny-s37; do
     || fail "$name: make-test failed"
   assert_eq "$(golden_field "$name" 'g["model_safetensors_sha256"]')" \
     "$(sha256sum "$shared/$name/model.safetensors" | cut -d' ' -f1)" "$name: model.safetensors sha256"
-  "$X" model check "$shared/$name" >/dev/null || fail "$name: model check refused it"
+  checked=$("$X" model check "$shared/$name") || fail "$name: model check refused it"
+  assert_contains "$checked" "intermediate 128, 8 experts (top 2, width 32" "$name: model check shows the experts"
 
   cases=$(golden_field "$name" 'len(g["cases"])')
   for ranks in 1 2; do
