@@ -7,7 +7,6 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
-#include <tuple>
 #include <thread>
 #include <chrono>
 #include <cstring>
@@ -16,7 +15,6 @@
 #include "engine/model/architectures.h"
 #include "engine/model/blocks/dense_mlp.h"
 #include "engine/model/blocks/moe.h"
-#include "engine/model/quantized_weights.h"
 #include "engine/model/weight_reading.h"
 
 namespace xft::engine {
