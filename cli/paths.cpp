@@ -11,4 +11,6 @@ std::string binary_dir() {
   return ec ? std::string() : exe.parent_path().string();
 }
 
+std::string source_tree_dir() { return XFT_SOURCE_DIR; }
+
 }  // namespace xft::cli

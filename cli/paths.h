@@ -9,4 +9,9 @@ namespace xft::cli {
 // The directory of /proc/self/exe; empty when it cannot be read.
 std::string binary_dir();
 
+// The source tree this binary was built from (a build-tree binary finds the
+// shipped tokenizer there). Only paths.cpp is compiled with that path, so the
+// other objects are the same in any clone and ccache reuses them.
+std::string source_tree_dir();
+
 }  // namespace xft::cli

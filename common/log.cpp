@@ -36,7 +36,7 @@ std::string iso8601(std::chrono::system_clock::time_point ts) {
   if (ms < 0) ms += 1000;  // before 1970: still a valid clock reading
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char text[40];
+  char text[80];  // room for any int fields, so the compiler can prove no truncation
   std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", utc.tm_year + 1900, utc.tm_mon + 1,
                 utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
   return text;

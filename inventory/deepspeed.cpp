@@ -19,7 +19,7 @@ struct Word {
 };
 
 // Whitespace-separated words with their columns, up to a `#` comment.
-std::vector<Word> split_words(const std::string& line) {
+std::vector<Word> split_hostfile_words(const std::string& line) {
   std::vector<Word> words;
   size_t at = 0;
   while ((at = line.find_first_not_of(" \t\r", at)) != std::string::npos) {
@@ -157,7 +157,7 @@ std::vector<HostfileLine> read_hostfile_lines(const std::string& text, ErrorList
   std::istringstream in(text);
   std::string line;
   for (int number = 0; std::getline(in, line); ++number)
-    if (auto read = reader.read(split_words(line), number)) lines.push_back(std::move(*read));
+    if (auto read = reader.read(split_hostfile_words(line), number)) lines.push_back(std::move(*read));
   return lines;
 }
 

@@ -15,7 +15,7 @@ namespace {
 // ("node[1-100000]") and would only exhaust memory.
 constexpr size_t max_expanded_hosts = 100000;
 
-bool all_digits(const std::string& text) {
+bool is_decimal_number(const std::string& text) {
   return !text.empty() &&
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
@@ -55,7 +55,7 @@ Expected<std::vector<std::string>> expand_bracket(const std::string& pattern,
     auto dash = item.find('-');
     std::string low = item.substr(0, dash);
     std::string high = dash == std::string::npos ? low : item.substr(dash + 1);
-    if (!all_digits(low) || !all_digits(high) || !all_digits(step_text))
+    if (!is_decimal_number(low) || !is_decimal_number(high) || !is_decimal_number(step_text))
       return range_error(pattern, "`" + item + "` is not a number or a range like 01-04");
     if (low.size() > 9 || high.size() > 9)
       return range_error(pattern, "`" + item + "` has too many digits");

@@ -16,7 +16,7 @@ constexpr size_t kMaxCompared = 20000;
 
 // Lines with their "\n" kept, so that a last line without one differs from
 // the same text with one, as diff(1) sees them.
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> lines_with_newlines(const std::string& text) {
   std::vector<std::string> lines;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -77,7 +77,7 @@ std::string hunk(const std::vector<Edit>& edits, size_t begin, size_t end) {
 
 std::string unified_diff(const std::string& before, const std::string& after, const std::string& path) {
   if (before == after) return "";
-  auto a = lines_of(before), b = lines_of(after);
+  auto a = lines_with_newlines(before), b = lines_with_newlines(after);
   size_t prefix = 0;
   while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
   size_t suffix = 0;

@@ -9,7 +9,7 @@ packages=(
   libnuma-dev numactl libdnnl-dev libdtl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
   openssh-server openssh-client iproute2 iptables procps util-linux psmisc
-  jq libssl-dev rdma-core ibverbs-utils libmicrohttpd-dev
+  ccache jq libssl-dev rdma-core ibverbs-utils libmicrohttpd-dev
   python3 python3-websocket curl chromium
 )
 missing=()

@@ -76,7 +76,7 @@ Expected<Tokenizer> load_tokenizer(const RunOptions& o) {
     if (std::string bin = binary_dir(); !bin.empty()) {
       candidates.push_back(bin + "/../third_party/tokenizer-qwen3");
     }
-    candidates.push_back(std::string(XFT_SOURCE_DIR) + "/third_party/tokenizer-qwen3");
+    candidates.push_back(source_tree_dir() + "/third_party/tokenizer-qwen3");
   }
   std::string looked;
   for (const auto& dir : candidates) {

@@ -1,90 +1,12 @@
 #!/usr/bin/env bash
-# `xftctl run qwen` across ranks (tensor parallelism): the golden test models of
-# all three architectures give the reference logits (fp32 tolerance) and the
-# reference greedy continuation with 1, 2, 3 and 4 ranks — 3 ranks split 4 query
-# heads 2/1/1 and replicate the 2 KV heads — first on this machine (--local N,
-# shared-memory allreduce, and MPI), then on 4 namespace test hosts through the
-# inventory (real sshd, mpirun over TCP), hierarchical with 2 hosts x 2 ranks,
-# and a rank killed mid-generation ends the run on every host with its name.
+# `xftctl run qwen` across ranks on this machine (tensor parallelism): the golden
+# test models of all three architectures give the reference logits (fp32
+# tolerance) and the reference greedy continuation with 1, 2, 3 and 4 ranks
+# (--local N) — 3 ranks split 4 query heads 2/1/1 and replicate the 2 KV heads —
+# over the shared-memory allreduce and MPI; chat, CCL_ALLREDUCE and --profile
+# across 2 ranks. The test hosts' part is run_qwen_tp_cluster.sh.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
-
-golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
-  local f="$XFT_SOURCE_DIR/tests/data/golden/$1.json"
-  [[ -f $f ]] || f="$XFT_SOURCE_DIR/../shared/fixtures/golden/$1.json"
-  echo "$f"
-}
-
-# Every host sees /run (the test hosts have a private /tmp and /root), so the
-# binary the ranks run and the models live there.
-shared=$(mktemp -d /run/xft-tp-test-XXXXXX)
-remove_on_exit "$shared"
-INV=()  # -i INVENTORY once the cluster runs
-cp "$XFTCTL" "$shared/xftctl"
-X=$shared/xftctl
-
-declare -A make_args=(
-  [qwen1-tiny-s5]="--arch qwen --seed 5 --inter 256 --tie 0 --rope-theta 10000"
-  [qwen2-tiny-s7]="--arch qwen2 --seed 7"
-  [qwen3-tiny-s11]="--arch qwen3 --seed 11 --head-dim 32 --inter 128"
-)
-models=(qwen1-tiny-s5 qwen2-tiny-s7 qwen3-tiny-s11)
-for name in "${models[@]}"; do
-  # shellcheck disable=SC2086
-  "$X" model make-test "$shared/$name" ${make_args[$name]} >/dev/null
-done
-
-prompt_ids() { python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['cases'][0]['prompt'])))" "$(golden_file "$1")"; }
-
-# check_logits NAME FILE: the reference's top logits at every position, within the fp32 tolerance.
-check_logits() {
-  python3 - "$(golden_file "$1")" "$2" <<'PY'
-import json, struct, sys
-golden = json.load(open(sys.argv[1]))
-case = golden["cases"][0]
-data = open(sys.argv[2], "rb").read()
-n, vocab = struct.unpack_from("<ii", data, 0)
-assert (n, vocab) == (len(case["prompt"]), 151936), (n, vocab)
-tol = golden["tolerance"]["fp32_max_abs_rel_to_std"] * case["logit_std"]
-worst = 0.0
-for p, pos in enumerate(case["positions"]):
-    for token, expected in pos["top"]:
-        got = struct.unpack_from("<f", data, 8 + 4 * (p * vocab + token))[0]
-        worst = max(worst, abs(got - expected))
-if worst > tol:
-    sys.exit(f"logits off by {worst} > {tol}")
-PY
-}
-
-# The reference's first 8 greedy tokens after case 0's prompt, as text.
-expected_text() {
-  local ids
-  ids=$(python3 -c "import json,sys; print(','.join(str(g['id']) for g in json.load(open(sys.argv[1]))['cases'][0]['greedy'][:8]))" "$(golden_file "$1")")
-  "$X" tokenize --model "$shared/$1" --decode <<<"[$ids]"
-}
-prompt_text() {  # with a trailing x, so $(...) keeps the prompt's final newline
-  "$X" tokenize --model "$shared/$1" --decode <<<"[$(prompt_ids "$1")]"
-  echo x
-}
-
-# check_ranks WHERE NAME RANK-ARGS...: logits and greedy text of NAME with these ranks.
-check_ranks() {
-  local where=$1 name=$2
-  shift 2
-  local out
-  out=$("$X" "${INV[@]}" run qwen "$@" --model "$shared/$name" --dtype fp32 --kv-dtype fp32 \
-          --prompt-ids "$(prompt_ids "$name")" --dump-logits "$shared/logits.bin" 2>"$TEST_TMP/err") \
-    || fail "$where $name: dump-logits failed: $(cat "$TEST_TMP/err")"
-  [[ $out == *"wrote $shared/logits.bin: 13 positions x 151936 logits (float32)"* ]] || fail "$where $name: said $out"
-  check_logits "$name" "$shared/logits.bin" || fail "$where $name: logits differ from the reference"
-  local answer prompt
-  prompt=$(prompt_text "$name")
-  prompt=${prompt%x}
-  answer=$("$X" "${INV[@]}" run qwen "$@" --model "$shared/$name" --dtype fp32 --kv-dtype fp32 --raw --greedy \
-             --max-new-tokens 8 --prompt "$prompt" 2>"$TEST_TMP/err") \
-    || fail "$where $name: generation failed: $(cat "$TEST_TMP/err")"
-  assert_eq "$(expected_text "$name")" "$answer" "$where $name: greedy continuation"
-  echo "ok: $where $name"
-}
+source "$XFT_SOURCE_DIR/tests/integration/run_qwen_tp_lib.sh"
 
 step "this machine: 1-4 ranks, shared-memory allreduce (3 and 4 ranks oversubscribe the 2 cores)"
 for name in "${models[@]}"; do
@@ -122,36 +44,3 @@ assert_contains "$profile" "profile: milliseconds over the run, per rank: comput
 assert_eq 4 "$(grep -cE '^(0|1|head|total) +[0-9.]+ / +[0-9.]+ +[0-9.]+ / +[0-9.]+$' <<<"$profile")" "profile rows: 2 layers, head, total, 2 ranks each"
 grep -qE '^comm +[0-9.]+% +[0-9.]+%$' <<<"$profile" || fail "profile: no communication share per rank: $profile"
 
-step "4 test hosts through the inventory"
-start_cluster 4 --auth key
-kh=$TEST_TMP/known_hosts
-"$X" -i "$CLUSTER_INVENTORY" ping --accept-new-host-keys --known-hosts "$kh" >/dev/null
-INV=(-i "$CLUSTER_INVENTORY")
-net=(--known-hosts "$kh" --cores-per-rank 1 --ranks-per-host 1)
-check_ranks "1 host" qwen2-tiny-s7 "${net[@]}" --hosts h01
-for name in "${models[@]}"; do
-  check_ranks "2 hosts" "$name" "${net[@]}" --hosts h01,h02 --comm mpi
-  check_ranks "3 hosts (uneven heads)" "$name" "${net[@]}" --hosts "h0[1-3]" --comm mpi
-  check_ranks "4 hosts" "$name" "${net[@]}" --comm mpi
-done
-
-step "hierarchical: 2 hosts x 2 ranks"
-hier=(--known-hosts "$kh" --cores-per-rank 1 --ranks-per-host 2 --hosts h01,h02 --comm hier)
-"$X" "${INV[@]}" run qwen "${hier[@]}" --fake-model qwen2.5-0.5b --bench --input-tokens 4 --output-tokens 2 --iters 1 --warmup 0 \
-  >"$TEST_TMP/hier" 2>&1 || fail "hier bench: $(cat "$TEST_TMP/hier")"
-assert_contains "$(cat "$TEST_TMP/hier")" "ranks        4, allreduce hier" "hier backend in use"
-check_ranks "2 hosts x 2 ranks (hier)" qwen3-tiny-s11 "${hier[@]}"
-
-step "a rank killed mid-generation ends the run everywhere, named"
-start=$(date +%s)
-rc=0
-"$X" "${INV[@]}" run qwen "${net[@]}" --model "$shared/qwen2-tiny-s7" --raw --greedy --max-new-tokens 100000 \
-  --max-context 4096 --prompt "hello" --fail-rank 2 --fail-at-token 20 >/dev/null 2>"$TEST_TMP/kill" || rc=$?
-elapsed=$(($(date +%s) - start))
-assert_eq 2 "$rc" "exit code after a rank died"
-assert_contains "$(cat "$TEST_TMP/kill")" "xftctl: rank 2 (h03, $HOST_H03_ADDR) was killed by signal 9" "the dead rank is named"
-((elapsed <= 10)) || fail "the run took ${elapsed}s to end after a rank died (limit 10 s)"
-sleep 1
-left=$(pgrep -f "$shared/xftctl" || true)
-assert_eq "" "$left" "no rank process left on any host"
-echo "ok: killed rank named, run ended in ${elapsed}s, nothing left"

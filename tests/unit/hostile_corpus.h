@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::testing {
 
@@ -44,7 +45,7 @@ inline std::string decode_c_escapes(const std::string& text) {
   return out;
 }
 
-inline std::string hostile_corpus_path() { return XFT_TEST_DATA_DIR "/hostile/values.tsv"; }
+inline std::string hostile_corpus_path() { return xft::test::data_dir() + "/hostile/values.tsv"; }
 
 // Every data row; throws std::runtime_error naming the line of a malformed one.
 inline std::vector<HostileRow> read_hostile_corpus() {

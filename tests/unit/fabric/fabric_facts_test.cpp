@@ -8,12 +8,13 @@
 
 #include "fabric/checks.h"
 #include "fabric/facts.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::fabric {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kData = XFT_TEST_DATA_DIR "/fabric";
+const std::string kData = xft::test::data_dir() + "/fabric";
 
 // Recorded on Debian 12, libfabric 1.17.0 (fi_info -p 'tcp;ofi_rxm' -t FI_EP_RDM).
 const char* kFiInfoTcp = R"(provider: tcp;ofi_rxm

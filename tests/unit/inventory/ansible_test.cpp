@@ -5,12 +5,13 @@
 #include "inventory/load.h"
 #include "inventory/show.h"
 #include "inventory/write.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(XFT_TEST_DATA_DIR) + "/inventory/" + name; }
+std::string fixture(const std::string& name) { return xft::test::data_dir() + "/inventory/" + name; }
 
 ImportResult import_fixture(const std::string& name) {
   auto text = xft::read_file(fixture(name));

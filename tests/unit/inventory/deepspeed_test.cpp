@@ -5,6 +5,7 @@
 #include "inventory/load.h"
 #include "inventory/show.h"
 #include "inventory/write.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 
@@ -18,7 +19,7 @@ std::string import_error(const std::string& text) {
 }  // namespace
 
 TEST(ImportDeepSpeed, SlotsBecomeRanks) {
-  auto text = xft::read_file(std::string(XFT_TEST_DATA_DIR) + "/inventory/deepspeed_hostfile");
+  auto text = xft::read_file(xft::test::data_dir() + "/inventory/deepspeed_hostfile");
   ASSERT_TRUE(text);
   EXPECT_EQ(detect_import_format(*text), ImportFormat::deepspeed);
   auto imported = import_deepspeed(*text, "hostfile");

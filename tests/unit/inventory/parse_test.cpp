@@ -3,6 +3,7 @@
 
 #include "inventory/load.h"
 #include "inventory/show.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 
@@ -23,7 +24,7 @@ Inventory parse_ok(const std::string& yaml) {
 }  // namespace
 
 TEST(ParseInventory, MinimalFileFromTheIssue) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/minimal.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/minimal.yaml");
   ASSERT_TRUE(inventory) << inventory.error().message;
   ASSERT_EQ(inventory->hosts.size(), 5u);
   const char* names[] = {"node01", "node02", "node03", "node04", "head"};
@@ -51,7 +52,7 @@ TEST(ParseInventory, MinimalFileFromTheIssue) {
   EXPECT_EQ(head.fabric.provider, "tcp;ofi_rxm");
   EXPECT_EQ(head.fabric.iface, "eth1");
   EXPECT_EQ(head.line, 12);
-  EXPECT_EQ(inventory->path, XFT_TEST_DATA_DIR "/inventory/minimal.yaml");
+  EXPECT_EQ(inventory->path, xft::test::data_dir() + "/inventory/minimal.yaml");
   EXPECT_FALSE(inventory->nfs);
   EXPECT_TRUE(inventory->groups.empty());
   EXPECT_EQ(inventory->find("192.168.0.3")->name, "node03");
@@ -126,7 +127,7 @@ hosts:
 }
 
 TEST(ParseInventory, GroupsFromHostsAndGroupsSection) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/groups.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/groups.yaml");
   ASSERT_TRUE(inventory) << inventory.error().message;
   EXPECT_EQ(inventory->groups.at("compute"), (std::vector<std::string>{"node01", "node02", "head"}));
   EXPECT_EQ(inventory->groups.at("login"), (std::vector<std::string>{"head"}));
@@ -161,9 +162,9 @@ hosts:
 }
 
 TEST(ParseInventoryErrors, CollectsAllErrorsOfTheFile) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/errors.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/errors.yaml");
   ASSERT_FALSE(inventory);
-  const std::string file = XFT_TEST_DATA_DIR "/inventory/errors.yaml";
+  const std::string file = xft::test::data_dir() + "/inventory/errors.yaml";
   EXPECT_EQ(inventory.error().message,
             file + ":3:3: defaults.password: passwords must not be stored in the inventory (remove it; export "
                    "the password in an environment variable and name it with password_env: VAR, or set "

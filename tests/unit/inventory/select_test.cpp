@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "inventory/load.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 using xft::Expected;
@@ -18,7 +19,7 @@ std::string selected(const Inventory& inventory, const std::string& targets) {
 }  // namespace
 
 TEST(SelectHosts, AllGroupsNamesAndRanges) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/groups.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/groups.yaml");
   ASSERT_TRUE(inventory);
   EXPECT_EQ(selected(*inventory, "all"), "node01 node02 head");
   EXPECT_EQ(selected(*inventory, "login"), "head");
@@ -28,7 +29,7 @@ TEST(SelectHosts, AllGroupsNamesAndRanges) {
 }
 
 TEST(SelectHosts, UnknownTargetsAreErrors) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/groups.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/groups.yaml");
   ASSERT_TRUE(inventory);
   EXPECT_EQ(selected(*inventory, "node[01-03]"),
             "error: node03 is not an inventory host or group (see xftctl inventory show)");

@@ -6,12 +6,13 @@
 
 #include "inventory/load.h"
 #include "inventory/show.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 namespace fs = std::filesystem;
 
 TEST(ShowTable, MinimalFile) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/minimal.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/minimal.yaml");
   ASSERT_TRUE(inventory);
   EXPECT_EQ(format_hosts_table(*inventory),
             "NAME    ADDRESS      USER  PORT  RANKS  PROVIDER       IFACE  SHARED  AUTH\n"

@@ -3,6 +3,7 @@
 #include "inventory/load.h"
 #include "inventory/show.h"
 #include "inventory/write.h"
+#include "tests/unit/support/test_paths.h"
 
 using namespace xft::inventory;
 
@@ -32,7 +33,7 @@ void expect_round_trip(const Inventory& inventory) {
 }  // namespace
 
 TEST(ToYaml, MinimalFileIsWrittenCompactly) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/minimal.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/minimal.yaml");
   ASSERT_TRUE(inventory);
   EXPECT_EQ(to_yaml(*inventory),
             "defaults:\n"
@@ -74,7 +75,7 @@ hosts:
 }
 
 TEST(ToYaml, EverythingRoundTrips) {
-  auto inventory = load_inventory(XFT_TEST_DATA_DIR "/inventory/groups.yaml");
+  auto inventory = load_inventory(xft::test::data_dir() + "/inventory/groups.yaml");
   ASSERT_TRUE(inventory);
   expect_round_trip(*inventory);
   EXPECT_NE(to_yaml(*inventory).find("nfs:\n  server: head\n  export: /srv/xft\n"), std::string::npos);

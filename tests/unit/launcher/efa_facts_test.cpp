@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "launcher/facts.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::launcher {
 namespace {
@@ -26,7 +27,7 @@ class EfaTree : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("xft-efa-facts-" + std::to_string(::getpid()));
     fs::remove_all(root_);
-    fs::copy(std::string(XFT_TEST_DATA_DIR) + "/sysfs/cloud-96vcpu", root_, fs::copy_options::recursive);
+    fs::copy(xft::test::data_dir() + "/sysfs/cloud-96vcpu", root_, fs::copy_options::recursive);
     if (const char* ld = std::getenv("LD_LIBRARY_PATH")) saved_ld_ = ld;
     ::setenv("LD_LIBRARY_PATH", "/usr/local/cuda/lib64", 1);
   }

@@ -9,11 +9,12 @@
 #include <memory>
 
 #include "launcher/facts.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::launcher {
 namespace {
 
-std::string tree(const std::string& name) { return std::string(XFT_TEST_DATA_DIR) + "/sysfs/" + name; }
+std::string tree(const std::string& name) { return xft::test::data_dir() + "/sysfs/" + name; }
 
 HostFacts load(const std::string& name) {
   auto facts = probe_local_facts(tree(name), name);

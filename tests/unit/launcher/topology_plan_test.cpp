@@ -2,12 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "launcher/topology.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::launcher {
 namespace {
 
 HostFacts facts_of(const std::string& tree) {
-  auto facts = probe_local_facts(std::string(XFT_TEST_DATA_DIR) + "/sysfs/" + tree, tree);
+  auto facts = probe_local_facts(xft::test::data_dir() + "/sysfs/" + tree, tree);
   EXPECT_TRUE(facts.ok()) << (facts.ok() ? "" : facts.error().message);
   return facts.ok() ? *facts : HostFacts{};
 }

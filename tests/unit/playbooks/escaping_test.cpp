@@ -16,6 +16,7 @@
 #include "playbooks/tasks.h"
 #include "tests/unit/playbooks/fake_host.h"
 #include "tests/unit/playbooks/hostile_corpus.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::playbooks {
 namespace {
@@ -211,7 +212,7 @@ TEST(RenderTemplates, EscapeChosenByFileName) {
 }
 
 std::string read_template(const std::string& name) {
-  std::ifstream in(std::string(XFT_SOURCE_DIR) + "/templates/" + name);
+  std::ifstream in(xft::test::source_dir() + "/templates/" + name);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -332,12 +333,12 @@ TEST(TaskArgs, CommandListsAndMisplacedTagsAtLoad) {
 }
 
 TEST(ShippedPlaybook, NoHandQuotedTagsNoRawForm) {
-  std::ifstream in(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
+  std::ifstream in(xft::test::source_dir() + "/playbooks/setup_hosts.yaml");
   std::ostringstream text;
   text << in.rdbuf();
   for (const char* bad : {"'{{", "\"{{{", "{{{", "{{&"})
     EXPECT_EQ(std::string::npos, text.str().find(bad)) << "setup_hosts.yaml holds " << bad;
-  auto book = load_playbook(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
+  auto book = load_playbook(xft::test::source_dir() + "/playbooks/setup_hosts.yaml");
   ASSERT_TRUE(book.ok()) << book.error().message;
   int argv_commands = 0, shell_strings = 0;
   for (const auto& task : book->tasks) {

@@ -14,6 +14,7 @@
 #include "playbooks/report_text.h"
 #include "tests/unit/playbooks/fake_host.h"
 #include "tests/unit/playbooks/hostile_corpus.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::playbooks {
 namespace {
@@ -267,7 +268,7 @@ RECAP
 // path check reads a real directory every fake host shares): the report as
 // the command prints it fits 100 columns and 60 lines, first run and second.
 TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
-  auto book = load_playbook(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
+  auto book = load_playbook(xft::test::source_dir() + "/playbooks/setup_hosts.yaml");
   ASSERT_TRUE(book.ok()) << book.error().message;
   ASSERT_EQ(18u, book->tasks.size());
   testing::MarkerDir dir;
@@ -285,7 +286,7 @@ TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
     host.files["/etc/hosts"] = {"127.0.0.1 localhost\n", 0644, false};
   }
   RunSettings settings;
-  settings.templates_dir = std::string(XFT_SOURCE_DIR) + "/templates";
+  settings.templates_dir = xft::test::source_dir() + "/templates";
   settings.extra_vars = {{"control_pubkey", "ssh-ed25519 AAAAcontrol xftctl@ctl"}, {"run_id", "r1"},
                          {"nfs_enabled", true}, {"nfs_server_name", "node01"}, {"nfs_server_address", "10.9.0.1"},
                          {"nfs_export_path", "/srv/shared"}, {"nfs_options", "rw,sync,no_subtree_check"}};
@@ -307,7 +308,7 @@ TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
 class ShippedSetup : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto loaded = load_playbook(std::string(XFT_SOURCE_DIR) + "/playbooks/setup_hosts.yaml");
+    auto loaded = load_playbook(xft::test::source_dir() + "/playbooks/setup_hosts.yaml");
     ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     book_ = *loaded;
     for (int i = 1; i <= 3; ++i) {
@@ -316,7 +317,7 @@ class ShippedSetup : public ::testing::Test {
       host.handler = unix_like;
       host.files["/etc/hosts"] = {"127.0.0.1 localhost\n", 0644, false};
     }
-    settings_.templates_dir = std::string(XFT_SOURCE_DIR) + "/templates";
+    settings_.templates_dir = xft::test::source_dir() + "/templates";
     settings_.skip_tags = {"shared"};
     settings_.extra_vars = {{"control_pubkey", "ssh-ed25519 AAAAcontrol xftctl@ctl"},
                             {"run_id", "r1"},

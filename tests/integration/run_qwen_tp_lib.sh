@@ -1,0 +1,81 @@
+# Sourced by run_qwen_tp.sh and run_qwen_tp_cluster.sh (two ctest tests, so they run side by
+# side): the golden test models in a dir every test host sees, and the checks both use.
+
+golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
+  local f="$XFT_SOURCE_DIR/tests/data/golden/$1.json"
+  [[ -f $f ]] || f="$XFT_SOURCE_DIR/../shared/fixtures/golden/$1.json"
+  echo "$f"
+}
+
+# Every host sees /run (the test hosts have a private /tmp and /root), so the
+# binary the ranks run and the models live there.
+shared=$(mktemp -d /run/xft-tp-test-XXXXXX)
+remove_on_exit "$shared"
+INV=()  # -i INVENTORY once the cluster runs
+cp "$XFTCTL" "$shared/xftctl"
+X=$shared/xftctl
+
+declare -A make_args=(
+  [qwen1-tiny-s5]="--arch qwen --seed 5 --inter 256 --tie 0 --rope-theta 10000"
+  [qwen2-tiny-s7]="--arch qwen2 --seed 7"
+  [qwen3-tiny-s11]="--arch qwen3 --seed 11 --head-dim 32 --inter 128"
+)
+models=(qwen1-tiny-s5 qwen2-tiny-s7 qwen3-tiny-s11)
+for name in "${models[@]}"; do
+  # shellcheck disable=SC2086
+  "$X" model make-test "$shared/$name" ${make_args[$name]} >/dev/null
+done
+
+prompt_ids() { python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['cases'][0]['prompt'])))" "$(golden_file "$1")"; }
+
+# check_logits NAME FILE: the reference's top logits at every position, within the fp32 tolerance.
+check_logits() {
+  python3 - "$(golden_file "$1")" "$2" <<'PY'
+import json, struct, sys
+golden = json.load(open(sys.argv[1]))
+case = golden["cases"][0]
+data = open(sys.argv[2], "rb").read()
+n, vocab = struct.unpack_from("<ii", data, 0)
+assert (n, vocab) == (len(case["prompt"]), 151936), (n, vocab)
+tol = golden["tolerance"]["fp32_max_abs_rel_to_std"] * case["logit_std"]
+worst = 0.0
+for p, pos in enumerate(case["positions"]):
+    for token, expected in pos["top"]:
+        got = struct.unpack_from("<f", data, 8 + 4 * (p * vocab + token))[0]
+        worst = max(worst, abs(got - expected))
+if worst > tol:
+    sys.exit(f"logits off by {worst} > {tol}")
+PY
+}
+
+# The reference's first 8 greedy tokens after case 0's prompt, as text.
+expected_text() {
+  local ids
+  ids=$(python3 -c "import json,sys; print(','.join(str(g['id']) for g in json.load(open(sys.argv[1]))['cases'][0]['greedy'][:8]))" "$(golden_file "$1")")
+  "$X" tokenize --model "$shared/$1" --decode <<<"[$ids]"
+}
+prompt_text() {  # with a trailing x, so $(...) keeps the prompt's final newline
+  "$X" tokenize --model "$shared/$1" --decode <<<"[$(prompt_ids "$1")]"
+  echo x
+}
+
+# check_ranks WHERE NAME RANK-ARGS...: logits and greedy text of NAME with these ranks.
+check_ranks() {
+  local where=$1 name=$2
+  shift 2
+  local out
+  out=$("$X" "${INV[@]}" run qwen "$@" --model "$shared/$name" --dtype fp32 --kv-dtype fp32 \
+          --prompt-ids "$(prompt_ids "$name")" --dump-logits "$shared/logits.bin" 2>"$TEST_TMP/err") \
+    || fail "$where $name: dump-logits failed: $(cat "$TEST_TMP/err")"
+  [[ $out == *"wrote $shared/logits.bin: 13 positions x 151936 logits (float32)"* ]] || fail "$where $name: said $out"
+  check_logits "$name" "$shared/logits.bin" || fail "$where $name: logits differ from the reference"
+  local answer prompt
+  prompt=$(prompt_text "$name")
+  prompt=${prompt%x}
+  answer=$("$X" "${INV[@]}" run qwen "$@" --model "$shared/$name" --dtype fp32 --kv-dtype fp32 --raw --greedy \
+             --max-new-tokens 8 --prompt "$prompt" 2>"$TEST_TMP/err") \
+    || fail "$where $name: generation failed: $(cat "$TEST_TMP/err")"
+  assert_eq "$(expected_text "$name")" "$answer" "$where $name: greedy continuation"
+  echo "ok: $where $name"
+}
+
