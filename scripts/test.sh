@@ -8,24 +8,30 @@ source scripts/stages.sh
 source scripts/compiler_cache.sh
 jobs=$(nproc)
 
+# Each stage runs where `set -e` does not reach (stages.sh records its status),
+# so every step inside one is chained with &&.
+
+unit_tests() { (cd build && ctest -L unit --output-on-failure -j"$jobs"); }
+# Integration tests mostly wait on sshd, mpirun and sockets, and each runs its
+# own test hosts (own names and subnet), so twice as many run side by side.
+integration_tests() { (cd build && ctest -L integration --output-on-failure -j$((2 * jobs))); }
+# Sanitizer build of the libraries and unit tests: -O1 (ASan's advice: the
+# tests run several times faster than at -O0) with line tables only.
+asan_build() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXFT_SANITIZE=ON -DXFT_UNIT_TESTS_ONLY=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" "${compiler_cache_flags[@]}" >/dev/null &&
+    cmake --build build-asan -j"$jobs"
+}
+asan_unit_tests() {
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest -L unit --output-on-failure -j"$jobs")
+}
+
 stage install bash scripts/install-deps.sh
 stage build bash scripts/build.sh --all
-
-# Unit tests use every core; integration tests mostly wait on sshd, mpirun and
-# sockets, and each runs its own test hosts (own names and subnet), so twice
-# as many run side by side.
-stage "ctest unit" bash -c "cd build && ctest -L unit --output-on-failure -j$jobs"
-stage "ctest integration" bash -c "cd build && ctest -L integration --output-on-failure -j$((2 * jobs))"
-
-# Sanitizer build of the libraries and unit tests: -O1 (ASan's advice: the
-# tests run several times faster than at -O0) with line tables only, and one
-# compilation per batch of sources (unity build) since headers dominate there.
-stage "asan configure" cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXFT_SANITIZE=ON \
-  -DXFT_UNIT_TESTS_ONLY=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_UNITY_BUILD=ON \
-  "${compiler_cache_flags[@]}" -Wno-dev
-stage "asan build" cmake --build build-asan -j"$jobs"
-stage "asan ctest unit" bash -c "cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest -L unit --output-on-failure -j$jobs"
-
+stage "ctest unit" unit_tests
+stage "ctest integration" integration_tests
+stage "asan build" asan_build
+stage "asan ctest unit" asan_unit_tests
 # Bounded fuzzing of the safetensors header and config.json parsers.
 stage fuzz bash tests/fuzz/run.sh 15
