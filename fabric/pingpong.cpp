@@ -1,5 +1,7 @@
 #include "fabric/pingpong.h"
 
+#include "fabric/libfabric.h"
+
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -50,8 +52,11 @@ int remaining_ms(Deadline deadline) {
   return left > 0 ? static_cast<int>(left) : 0;
 }
 
+// Only reached once libfabric() has loaded: every caller holds an object it made.
+const char* fi_error_text(int code) { return (*libfabric())->strerror(code); }
+
 std::string fi_text(const char* call, long rc) {
-  return std::string(call) + ": " + fi_strerror(static_cast<int>(-rc));
+  return std::string(call) + ": " + fi_error_text(static_cast<int>(-rc));
 }
 
 // --- plain TCP with deadlines ------------------------------------------------
@@ -183,7 +188,7 @@ struct FiCloser {
 };
 using FidPtr = std::unique_ptr<fid, FiCloser>;
 struct InfoFree {
-  void operator()(fi_info* info) const { fi_freeinfo(info); }
+  void operator()(fi_info* info) const { (*libfabric())->freeinfo(info); }
 };
 
 bool is_sockaddr(std::uint32_t format) {
@@ -197,7 +202,9 @@ class Endpoint {
   // node/service: where to bind (FI_SOURCE); service empty: any port.
   Expected<void> open(const std::string& provider, const std::string& node, const std::string& service,
                       std::size_t buffer_size) {
-    std::unique_ptr<fi_info, InfoFree> hints(fi_allocinfo());
+    auto api = libfabric();
+    if (!api) return api.error();
+    std::unique_ptr<fi_info, InfoFree> hints((*api)->dupinfo(nullptr));
     hints->caps = FI_TAGGED | FI_MSG;
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT;
@@ -205,15 +212,15 @@ class Endpoint {
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->fabric_attr->prov_name = strdup(provider.c_str());
     fi_info* found = nullptr;
-    int rc = fi_getinfo(FI_VERSION(1, 9), node.empty() ? nullptr : node.c_str(),
+    int rc = (*api)->getinfo(FI_VERSION(1, 9), node.empty() ? nullptr : node.c_str(),
                         service.empty() ? nullptr : service.c_str(), node.empty() ? 0 : FI_SOURCE, hints.get(), &found);
     if (rc != 0) {
       last_failure_ = rc;
-      return make_error("fi_getinfo(" + provider + ", " + node + "): " + fi_strerror(-rc));
+      return make_error("fi_getinfo(" + provider + ", " + node + "): " + fi_error_text(-rc));
     }
     info_.reset(found);
     fid_fabric* fabric = nullptr;
-    if ((rc = fi_fabric(info_->fabric_attr, &fabric, nullptr))) return failed("fi_fabric", rc);
+    if ((rc = (*api)->fabric(info_->fabric_attr, &fabric, nullptr))) return failed("fi_fabric", rc);
     fabric_.reset(&fabric->fid);
     fid_domain* domain = nullptr;
     if ((rc = fi_domain(fabric, info_.get(), &domain, nullptr))) return failed("fi_domain", rc);
@@ -295,7 +302,7 @@ class Endpoint {
       if (got == -FI_EAVAIL) {
         fi_cq_err_entry error{};
         fi_cq_readerr(cq_, &error, 0);
-        return make_error(std::string(what) + ": " + fi_strerror(error.err) + " (" +
+        return make_error(std::string(what) + ": " + fi_error_text(error.err) + " (" +
                           fi_cq_strerror(cq_, error.prov_errno, error.err_data, nullptr, 0) + ")");
       }
       if (got != -FI_EAGAIN) return make_error(fi_text("fi_cq_read", got));
@@ -432,11 +439,14 @@ int iterations_for(std::size_t size, int iterations) {
 
 LoadedLibfabric loaded_libfabric() {
   LoadedLibfabric loaded;
-  std::uint32_t api = fi_version();
-  const char* release = fi_tostr("1", FI_TYPE_VERSION);
-  loaded.version = release && *release ? release : std::to_string(FI_MAJOR(api)) + "." + std::to_string(FI_MINOR(api));
+  auto api = libfabric();
+  if (!api) return loaded;  // the ping-pong itself reports why
+  std::uint32_t version = (*api)->version();
+  const char* release = (*api)->tostr("1", FI_TYPE_VERSION);
+  loaded.version =
+      release && *release ? release : std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
   Dl_info where{};
-  if (::dladdr(reinterpret_cast<void*>(&fi_getinfo), &where) != 0 && where.dli_fname) loaded.path = where.dli_fname;
+  if (::dladdr(reinterpret_cast<void*>((*api)->getinfo), &where) != 0 && where.dli_fname) loaded.path = where.dli_fname;
   return loaded;
 }
 

@@ -27,8 +27,14 @@ stage_record() {
   _stage_seconds+=("$2")
 }
 
+# Commands run when the script exits, before the table (e.g. stopping a stage
+# that runs in the background when another stage failed).
+_stage_on_exit=()
+stage_on_exit() { _stage_on_exit+=("$*"); }
+
 _stage_summary() {
   local rc=$? i
+  for i in "${!_stage_on_exit[@]}"; do eval "${_stage_on_exit[$i]}" || true; done
   ((${#_stage_names[@]})) || return "$rc"
   echo "== timing (wall seconds)"
   for i in "${!_stage_names[@]}"; do

@@ -10,7 +10,6 @@ jobs=$(nproc)
 
 # Each stage runs where `set -e` does not reach (stages.sh records its status),
 # so every step inside one is chained with &&.
-
 unit_tests() { (cd build && ctest -L unit --output-on-failure -j"$jobs"); }
 # Integration tests mostly wait on sshd, mpirun and sockets, and each runs its
 # own test hosts (own names and subnet), so twice as many run side by side.
@@ -22,6 +21,31 @@ asan_build() {
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" "${compiler_cache_flags[@]}" >/dev/null &&
     cmake --build build-asan -j"$jobs"
 }
+# The sanitizer build runs beside the integration tests at the lowest CPU
+# priority (nice 19: it gets the cycles they leave while waiting), into a log;
+# its wall time is a row of its own.
+asan_build_log=build-asan.log
+start_asan_build() {
+  set -m  # its own process group, so one kill stops cmake, ninja and the compilers
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null
+    start=$(date +%s)
+    rc=0
+    asan_build >"$asan_build_log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - start))" >"$asan_build_log.status"
+  ) &
+  asan_build_pid=$!
+  set +m
+  stage_on_exit "kill -- -$asan_build_pid 2>/dev/null"
+}
+finish_asan_build() {
+  local rc seconds
+  wait "$asan_build_pid" || true
+  read -r rc seconds <"$asan_build_log.status"
+  stage_record "asan build (beside integration)" "$seconds"
+  ((rc == 0)) || { tail -n 60 "$asan_build_log"; echo "asan build failed ($asan_build_log)"; }
+  return "$rc"
+}
 asan_unit_tests() {
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest -L unit --output-on-failure -j"$jobs")
@@ -30,8 +54,10 @@ asan_unit_tests() {
 stage install bash scripts/install-deps.sh
 stage build bash scripts/build.sh --all
 stage "ctest unit" unit_tests
+rm -f "$asan_build_log.status"
+start_asan_build
 stage "ctest integration" integration_tests
-stage "asan build" asan_build
+stage "asan build, left after integration" finish_asan_build
 stage "asan ctest unit" asan_unit_tests
 # Bounded fuzzing of the safetensors header and config.json parsers.
 stage fuzz bash tests/fuzz/run.sh 15

@@ -18,8 +18,14 @@
 #     exactly the problems, hosts with the same one folded (h[01-04,06]), each
 #     with its fix line, then the summary; --all the full table.
 #  4. A host that is down is one FAIL row naming it.
+# Before all: xftctl itself does not link libfabric (fabric/libfabric.h).
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 DATA=$XFT_SOURCE_DIR/tests/data/fabric
+
+# libfabric is opened by the pair workers alone: linked, its PSM providers'
+# libraries would sleep in their constructors at every xftctl start.
+assert_eq "" "$(ldd "$XFTCTL" | grep -oE 'lib(fabric|psm2|psm_infinipath|infinipath)\.so[.0-9]*' || true)" \
+  "libfabric and its providers' libraries are not linked"
 
 # Test hosts have a private /tmp: the pair workers run a copy from /run.
 bin_dir=$(mktemp -d /run/xft-check-fabric-XXXXXX)
@@ -53,8 +59,8 @@ verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")
 
 # h02 gets EFA's libfabric: a copy of this machine's libfabric.so.1 under a
 # tmpfs over its /opt, seen by its mount namespace (its SSH sessions) alone.
-system_libfabric=$(ldd "$XFTCTL" | awk '$1 == "libfabric.so.1" { print $3 }')
-[[ -f $system_libfabric ]] || fail "xftctl is not linked to a libfabric.so.1: $(ldd "$XFTCTL")"
+system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" { print $NF; exit }')
+[[ -f $system_libfabric ]] || fail "no libfabric.so.1 in the loader's cache: $(ldconfig -p | grep fabric)"
 version=$(fi_info --version | sed -n 's/^libfabric: //p')
 efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1
 host_run h02 sh -c "mount -t tmpfs xft-efa /opt && mkdir -p ${efa_libfabric%/*} && cp '$system_libfabric' $efa_libfabric"

@@ -13,7 +13,8 @@
 # command line on this machine (mpirun, ssh, orted, ranks: the test hosts share
 # its PID namespace) ever holds it. Last, h02 gets EFA's libfabric (a copy under
 # its own /opt/amazon/efa/lib64): --dry-run passes it in LD_LIBRARY_PATH to h02's
-# rank, the rank's xftctl maps that copy, and a launch with h01 (without it) is
+# rank, a libfabric program started as that rank loads that copy, and a launch
+# with h01 (without it) is
 # refused. All test hosts share this machine's CPUs, so plans use --cores-per-rank 1.
 set -euo pipefail
 
@@ -324,8 +325,8 @@ expect_eq "spaced: the agent's directory is gone after the launch" "" "$(ls -A "
 # Last, since h02's facts change: a copy of this machine's libfabric.so.1 under
 # a tmpfs over h02's /opt, seen by its mount namespace (its SSH sessions and
 # ranks) alone.
-system_libfabric=$(ldd "$XFTCTL" | awk '$1 == "libfabric.so.1" { print $3 }')
-[[ -f $system_libfabric ]] || fail "xftctl is not linked to a libfabric.so.1: $(ldd "$XFTCTL")"
+system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" { print $NF; exit }')
+[[ -f $system_libfabric ]] || fail "no libfabric.so.1 in the loader's cache: $(ldconfig -p | grep fabric)"
 efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1
 bash "$CLUSTER" run "$work/cluster" h02 sh -c \
   "mount -t tmpfs xft-efa /opt && mkdir -p ${efa_libfabric%/*} && cp '$system_libfabric' $efa_libfabric"
@@ -342,10 +343,11 @@ expect_eq "efa: h01 without and h02 with EFA's libfabric in one launch exits 1" 
 expect_eq "efa: ... and says which host has which and the fix" \
   "xftctl: launch: hosts h01 and h02 differ in EFA's libfabric (none on h01, ${efa_libfabric%/*} on h02), so their ranks would load different libfabric builds: install aws-efa-installer on every host of the launch or on none, then --refresh the facts, or launch them separately" \
   "$err"
-# The rank's own xftctl, held in its open of a FIFO (the loader has mapped its
-# libraries by then) until the rank's shell has read its maps' libfabric line.
-maps_probe='d=$(mktemp -d); mkfifo "$d/f"; "$0" inventory import "$d/f" >/dev/null 2>&1 & exec 3>"$d/f"; grep -m1 -o "/[^ ]*libfabric[^ ]*" /proc/$!/maps; exec 3>&-; wait; rm -r "$d"'
-out=$("$XFTCTL" "${inv[@]}" "${efa[@]}" --timeout 120 -- sh -c "$maps_probe" "$RANK_XFTCTL")
+# xftctl opens libfabric.so.1 with dlopen when it needs it (fabric/libfabric.h),
+# so the rank's environment decides which file that is: the dynamic loader
+# says which one it initialises for a libfabric program started there.
+maps_probe='LD_DEBUG=libs fi_info --version 2>&1 >/dev/null | grep -m1 -o "calling init: /[^ ]*libfabric[^ ]*" | cut -d" " -f3'
+out=$("$XFTCTL" "${inv[@]}" "${efa[@]}" --timeout 120 -- sh -c "$maps_probe")
 expect_eq "efa: the rank on h02 loaded EFA's libfabric" "[0 h02] $efa_libfabric" "$out"
 
 if ((failures)); then
