@@ -14,8 +14,8 @@
 # its PID namespace) ever holds it. Last, h02 gets EFA's libfabric (a copy under
 # its own /opt/amazon/efa/lib64): --dry-run passes it in LD_LIBRARY_PATH to h02's
 # rank, a libfabric program started as that rank loads that copy, and a launch
-# with h01 (without it) is
-# refused. All test hosts share this machine's CPUs, so plans use --cores-per-rank 1.
+# with h01 (without it) is refused. All test hosts share this machine's CPUs, so
+# plans use --cores-per-rank 1.
 set -euo pipefail
 
 XFTCTL=${XFTCTL:?set XFTCTL to the built xftctl}
