@@ -150,7 +150,7 @@ void check(Context& ctx, const CheckFlags& flags) {
     if (!meta) return fail_check(ctx, flags, meta.error().message);
     uint64_t elements = 1;
     for (int64_t dim : meta->shape) elements *= uint64_t(dim);
-    bytes += elements * (meta->dtype == DType::f32 || meta->dtype == DType::i32 ? 4 : 2);
+    bytes += elements * dtype_size(meta->dtype);
     ++count;
   }
   ctx.exit_code = exit_ok;
@@ -211,8 +211,9 @@ void add_model_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   make->add_option("--norm-topk", s.norm_topk, "qwen2_moe/qwen3_moe: norm_topk_prob (0 or 1)")
       ->capture_default_str();
-  make->add_option("--quant", s.quant, "write a 4-bit checkpoint of the same weights: gptq or awq")
-      ->check(CLI::IsMember({"gptq", "awq"}));
+  make->add_option("--quant", s.quant,
+                   "write a quantized checkpoint of the same weights: gptq or awq (4-bit), fp8 (e4m3, 128x128 blocks)")
+      ->check(CLI::IsMember({"gptq", "awq", "fp8"}));
   make->add_option("--group-size", s.group_size, "4-bit: input rows per scale and zero (-1: one group)")
       ->capture_default_str();
   make->add_flag("--desc-act", s.desc_act, "GPTQ: scatter the groups over the input rows (g_idx, act order)");

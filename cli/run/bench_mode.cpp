@@ -198,8 +198,11 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
     return;
   }
   std::printf("model        %s\n", loaded->name.c_str());
-  std::printf("setup        dtype %s, kv %s, %d threads, kernel %s, loaded in %.0f ms\n",
-              o.dtype.c_str(), o.kv_dtype.c_str(), model.pool().size(),
+  // A quantized checkpoint's projections keep its format (gptq-int4, awq-int4, fp8); --dtype is the rest.
+  const std::string checkpoint_format =
+      model.config().quant.method == engine::QuantMethod::none ? "" : ", checkpoint " + model.format_name();
+  std::printf("setup        dtype %s%s, kv %s, %d threads, kernel %s, loaded in %.0f ms\n",
+              o.dtype.c_str(), checkpoint_format.c_str(), o.kv_dtype.c_str(), model.pool().size(),
               model.kernel_name().c_str(), loaded->load_ms);
   std::printf("ranks        %d, allreduce %s\n", model.partition().tp_size, comm_name.c_str());
   std::printf("weights      %.1f MiB on rank 0, %.1f MiB read per token\n", weight_bytes / 1048576.0,

@@ -21,6 +21,7 @@
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/slicing.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/kernels/fp8.h"
 
 namespace xft::engine {
 namespace {
@@ -95,15 +96,18 @@ float convert_element<float>(const char* src, DType dtype) {
       std::memcpy(&i, src, 4);
       return float(i);
     }
+    case DType::f8_e4m3: return e4m3_to_float(static_cast<uint8_t>(*src));
   }
   return 0;
 }
 
 template <>
 uint16_t convert_element<uint16_t>(const char* src, DType dtype) {
-  uint16_t half;
-  std::memcpy(&half, src, 2);
-  if (dtype == DType::bf16) return half;
+  if (dtype == DType::bf16) {
+    uint16_t half;
+    std::memcpy(&half, src, 2);
+    return half;
+  }
   return f32_to_bf16_bits(convert_element<float>(src, dtype));
 }
 
@@ -142,6 +146,14 @@ class CheckpointSource final : public WeightSource {
     }
     return read<int32_t>(name, rows, cols);
   }
+  Expected<std::vector<uint8_t>> read_f8(const std::string& name, Slice rows, Slice cols) const override {
+    auto found = find(name);
+    if (!found) return found.error();
+    if (found->entry->meta.dtype != DType::f8_e4m3) {
+      return make_error("tensor " + name + ": dtype " + dtype_name(found->entry->meta.dtype) + ", expected F8_E4M3");
+    }
+    return read<uint8_t>(name, rows, cols);
+  }
   uint64_t bytes_read() const override { return bytes_read_.load(); }
 
   // Names in shard order (for checks that want the file's own view).
@@ -168,7 +180,7 @@ class CheckpointSource final : public WeightSource {
     // Stored exactly as requested: copy row segments instead of converting element by element.
     bool same_format = (std::is_same_v<T, uint16_t> && entry.meta.dtype == DType::bf16) ||
                        (std::is_same_v<T, float> && entry.meta.dtype == DType::f32) ||
-                       std::is_same_v<T, int32_t>;
+                       std::is_same_v<T, int32_t> || std::is_same_v<T, uint8_t>;
     for (int64_t r = region->row_begin; r < region->row_end; ++r) {
       const char* src = base + (uint64_t(r) * uint64_t(region->cols) + uint64_t(region->col_begin)) * element;
       if (same_format) {
@@ -176,7 +188,7 @@ class CheckpointSource final : public WeightSource {
         next += size_t(region->cols_out());
         continue;
       }
-      if constexpr (!std::is_same_v<T, int32_t>) {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, uint16_t>) {
         for (int64_t c = 0; c < region->cols_out(); ++c, src += element) {
           out[next++] = convert_element<T>(src, entry.meta.dtype);
         }

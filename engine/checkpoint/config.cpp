@@ -236,6 +236,40 @@ Expected<void> read_moe(const json& root, const Fields& f, ModelConfig& c) {
   return {};
 }
 
+// quantization_config of an FP8 checkpoint as Qwen publishes them:
+// {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+// "weight_block_size": [128, 128]}. Activations stay float here (weight-only
+// decode), so "dynamic" is what the checkpoint means; block columns must be a
+// multiple of the kernels' 64-input unit.
+Expected<QuantConfig> read_fp8(const json& qc, Fields& f) {
+  QuantConfig q;
+  q.method = QuantMethod::fp8;
+  q.bits = 8;
+  std::string fmt;
+  XFT_TRY_ASSIGN(fmt, f.string("fmt", "e4m3"));
+  if (fmt != "e4m3") return f.error("fmt", "\"" + fmt + "\" is not supported (only e4m3 FP8 weights are)");
+  std::string activations;
+  XFT_TRY_ASSIGN(activations, f.string("activation_scheme", "dynamic"));
+  if (activations != "dynamic") {
+    return f.error("activation_scheme", "\"" + activations + "\" is not supported (only dynamic: no stored input scales)");
+  }
+  if (!f.present("weight_block_size")) {
+    return f.error("weight_block_size", "missing (per-tensor FP8 scales are not supported; Qwen's FP8 checkpoints "
+                                        "give [128, 128])");
+  }
+  const json& block = qc.at("weight_block_size");
+  const bool two_ints = block.is_array() && block.size() == 2 && block[0].is_number_integer() &&
+                        block[1].is_number_integer() && block[0].get<int64_t>() > 0 && block[1].get<int64_t>() > 0 &&
+                        block[0].get<int64_t>() <= INT32_MAX && block[1].get<int64_t>() <= INT32_MAX;
+  if (!two_ints) return f.error("weight_block_size", "expected [rows, columns] of positive integers, got " + shown(block));
+  q.block_rows = int(block[0].get<int64_t>());
+  q.block_cols = int(block[1].get<int64_t>());
+  if (q.block_cols % 64 != 0) {
+    return f.error("weight_block_size", shown(block) + " is not supported (block columns must be a multiple of 64)");
+  }
+  return q;
+}
+
 // quantization_config: 4-bit GPTQ (classic or gptq_v2 zeros, any group
 // size, desc_act) and AWQ GEMM with zero points; anything else is refused
 // naming the field and its value.
@@ -252,8 +286,10 @@ Expected<QuantConfig> read_quantization(const json& root, const std::string& pat
     q.method = QuantMethod::gptq;
   } else if (method == "awq") {
     q.method = QuantMethod::awq;
+  } else if (method == "fp8") {
+    return read_fp8(qc, f);
   } else {
-    return f.error("quant_method", "\"" + method + "\" is not supported (supported: gptq, awq with 4 bits)");
+    return f.error("quant_method", "\"" + method + "\" is not supported (supported: gptq, awq with 4 bits; fp8)");
   }
   int bits = 0;
   XFT_TRY_ASSIGN(bits, f.positive_int(q.method == QuantMethod::awq && !f.present("bits") ? "w_bit" : "bits"));
@@ -333,11 +369,11 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
   if (!bos.empty()) config.bos_id = bos.front();
   XFT_TRY_ASSIGN(config.quant, read_quantization(*root, path));
-  if (config.quant.method != QuantMethod::none && config.moe.experts > 0) {
+  if (config.quant.four_bit() && config.moe.experts > 0) {
     return make_error(path + ": quantization_config: 4-bit GPTQ/AWQ mixture-of-experts checkpoints are not "
                              "supported yet; load the bf16 checkpoint with --dtype int4 instead");
   }
-  if (config.quant.method != QuantMethod::none) {
+  if (config.quant.four_bit()) {
     const int64_t sizes[] = {config.hidden, config.intermediate, int64_t(config.heads) * config.head_dim,
                              int64_t(config.kv_heads) * config.head_dim};
     for (int64_t size : sizes) {
@@ -363,6 +399,7 @@ std::string quant_format_name(const QuantConfig& quant) {
   switch (quant.method) {
     case QuantMethod::gptq: return "gptq-int4";
     case QuantMethod::awq: return "awq-int4";
+    case QuantMethod::fp8: return "fp8";
     case QuantMethod::none: break;
   }
   return "";

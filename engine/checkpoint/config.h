@@ -26,9 +26,11 @@ struct MoeConfig {
 };
 
 // config.json quantization_config of a 4-bit checkpoint (layouts in
-// engine/model/quantized_weights.h). Every projection of every layer is
-// quantized; embeddings, norms, biases and lm_head are not.
-enum class QuantMethod { none, gptq, awq };
+// engine/model/quantized_weights.h) or an FP8 one (quant_method fp8, fmt
+// e4m3, weight_block_size: engine/kernels/fp8.h). Every projection of every
+// layer is quantized; embeddings, norms, biases, lm_head and the MoE router
+// (and Qwen2-MoE's shared-expert gate) are not.
+enum class QuantMethod { none, gptq, awq, fp8 };
 struct QuantConfig {
   QuantMethod method = QuantMethod::none;
   int bits = 16;
@@ -36,6 +38,9 @@ struct QuantConfig {
   bool desc_act = false;       // GPTQ: g_idx gives each input row's group
   bool sym = true;
   bool zero_minus_one = false; // GPTQ classic checkpoint_format: stored zero = zero - 1
+  int block_rows = 0;          // fp8: weight_block_size [block_rows, block_cols],
+  int block_cols = 0;          //      one weight_scale_inv per block
+  bool four_bit() const { return method == QuantMethod::gptq || method == QuantMethod::awq; }
   int groups(int in) const { return group_size > 0 ? (in + group_size - 1) / group_size : 1; }
 };
 
@@ -66,7 +71,7 @@ struct ModelConfig {
 // intermediate_size), by transformers' rule for Qwen2-MoE and Qwen3-MoE.
 bool is_moe_layer(const ModelConfig& config, int layer);
 
-// "gptq-int4", "awq-int4" or "" for an unquantized checkpoint.
+// "gptq-int4", "awq-int4", "fp8" or "" for an unquantized checkpoint.
 std::string quant_format_name(const QuantConfig& quant);
 
 // Parses config.json text; `path` is only used in error messages

@@ -93,6 +93,12 @@ std::vector<ExpectedTensor> projection_tensors(const ModelConfig& c, const std::
                                                int64_t cols) {
   const QuantConfig& q = c.quant;
   if (q.method == QuantMethod::none) return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  if (q.method == QuantMethod::fp8) {
+    const int64_t block_rows = (rows + q.block_rows - 1) / q.block_rows;
+    const int64_t block_cols = (cols + q.block_cols - 1) / q.block_cols;
+    return {{base + ".weight", {rows, cols}, TensorRole::quantized, DType::f8_e4m3},
+            {base + ".weight_scale_inv", {block_rows, block_cols}, TensorRole::quantized, DType::f32}};
+  }
   const int64_t groups = q.groups(int(cols));
   const auto quantized = TensorRole::quantized;
   if (q.method == QuantMethod::gptq) {

@@ -1,6 +1,6 @@
-// The deterministic test model as a 4-bit GPTQ or AWQ checkpoint: each
-// projection of the plain weights quantized per group and packed exactly as
-// the published layouts are (engine/model/quantized_weights.h).
+// The deterministic test model as a 4-bit GPTQ or AWQ checkpoint, or an FP8
+// one: each projection of the plain weights quantized per group (block) and
+// stored exactly as the published layouts are (engine/model/quantized_weights.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "engine/checkpoint/layout.h"
 #include "engine/checkpoint/slicing.h"
 #include "engine/checkpoint/test_model.h"
+#include "engine/kernels/fp8.h"
 #include "engine/kernels/ops.h"
 
 namespace xft::engine {
@@ -134,15 +135,52 @@ Expected<std::vector<StoredTensor>> quantized_projection(const ModelConfig& conf
   return tensors;
 }
 
+// FP8 as Qwen's checkpoints store it: per block_rows x block_cols block,
+// scale = max|w| / 448 (1 for an all-zero block), q = e4m3(w / scale).
+std::vector<StoredTensor> fp8_projection(const QuantConfig& qc, const std::vector<float>& w, const std::string& base,
+                                         int out, int in) {
+  const int br = qc.block_rows, bc = qc.block_cols;
+  const int row_blocks = (out + br - 1) / br, col_blocks = (in + bc - 1) / bc;
+  std::vector<float> scale(size_t(row_blocks) * col_blocks);
+  std::vector<uint8_t> q(size_t(out) * in);
+  for (int rb = 0; rb < row_blocks; ++rb) {
+    for (int cb = 0; cb < col_blocks; ++cb) {
+      const int r1 = std::min(out, (rb + 1) * br), c1 = std::min(in, (cb + 1) * bc);
+      float max_abs = 0.0f;
+      for (int r = rb * br; r < r1; ++r) {
+        for (int c = cb * bc; c < c1; ++c) max_abs = std::max(max_abs, std::fabs(w[size_t(r) * in + c]));
+      }
+      const float s = max_abs > 0.0f ? max_abs / kE4m3Max : 1.0f;
+      scale[size_t(rb) * col_blocks + cb] = s;
+      for (int r = rb * br; r < r1; ++r) {
+        for (int c = cb * bc; c < c1; ++c) q[size_t(r) * in + c] = float_to_e4m3(w[size_t(r) * in + c] / s);
+      }
+    }
+  }
+  return {{base + ".weight", DType::f8_e4m3, {out, in}, std::move(q)},
+          {base + ".weight_scale_inv", DType::f32, {row_blocks, col_blocks}, bytes_of(scale)}};
+}
+
+// The MoE router and Qwen2-MoE's shared-expert gate stay unquantized in FP8 checkpoints.
+bool unquantized_linear(const std::string& name) {
+  auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with(".mlp.gate.weight") || ends_with(".mlp.shared_expert_gate.weight");
+}
+
 }  // namespace
 
 Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& config, const WeightSource& plain,
                                                         const TestModelSpec& spec) {
+  if (config.quant.method == QuantMethod::none) {
+    return make_error("quantized test checkpoint: config.json has no quantization_config for these weights");
+  }
   std::vector<StoredTensor> tensors;
   ModelConfig plain_config = config;
   plain_config.quant = QuantConfig{};
   for (const auto& t : expected_tensors(plain_config)) {
-    const bool projection = t.role == TensorRole::linear;
+    const bool projection = t.role == TensorRole::linear && !unquantized_linear(t.name);
     if (!projection) {
       auto values = plain.read_bf16(t.name);
       if (!values) return values.error();
@@ -150,6 +188,14 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
       continue;
     }
     const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
+    if (config.quant.method == QuantMethod::fp8) {
+      auto w = plain.read_f32(t.name);
+      if (!w) return w.error();
+      for (auto& p : fp8_projection(config.quant, *w, base, int(t.shape[0]), int(t.shape[1]))) {
+        tensors.push_back(std::move(p));
+      }
+      continue;
+    }
     auto packed = quantized_projection(config, plain, base, int(t.shape[0]), int(t.shape[1]), spec);
     if (!packed) return packed.error();
     for (auto& p : *packed) tensors.push_back(std::move(p));

@@ -19,7 +19,8 @@ Expected<DType> parse_dtype(const std::string& name) {
   if (name == "F16") return DType::f16;
   if (name == "BF16") return DType::bf16;
   if (name == "I32") return DType::i32;  // GPTQ/AWQ packed nibbles, g_idx
-  return make_error("dtype " + name + " is not supported (supported: F32, F16, BF16, I32)");
+  if (name == "F8_E4M3") return DType::f8_e4m3;  // FP8 checkpoints' weights
+  return make_error("dtype " + name + " is not supported (supported: F32, F16, BF16, I32, F8_E4M3)");
 }
 
 bool is_count(const json& value) {
@@ -118,7 +119,10 @@ Expected<void> check_tiling(std::vector<SafetensorsEntry>& tensors, uint64_t dat
 
 }  // namespace
 
-size_t dtype_size(DType dtype) { return dtype == DType::f32 || dtype == DType::i32 ? 4 : 2; }
+size_t dtype_size(DType dtype) {
+  if (dtype == DType::f8_e4m3) return 1;
+  return dtype == DType::f32 || dtype == DType::i32 ? 4 : 2;
+}
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
@@ -126,6 +130,7 @@ const char* dtype_name(DType dtype) {
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
     case DType::i32: return "I32";
+    case DType::f8_e4m3: return "F8_E4M3";
   }
   return "?";
 }

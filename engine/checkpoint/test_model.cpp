@@ -234,8 +234,8 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
     return spec_error("kv-heads", "must divide --heads " + std::to_string(spec.heads));
   }
   if (!spec.quant.empty()) {
-    if (spec.quant != "gptq" && spec.quant != "awq") {
-      return spec_error("quant", "expected gptq or awq, got \"" + spec.quant + "\"");
+    if (spec.quant != "gptq" && spec.quant != "awq" && spec.quant != "fp8") {
+      return spec_error("quant", "expected gptq, awq or fp8, got \"" + spec.quant + "\"");
     }
     if (spec.group_size != -1 && (spec.group_size <= 0 || spec.group_size % 8 != 0)) {
       return spec_error("group-size", "expected -1 or a positive multiple of 8, got " + std::to_string(spec.group_size));
@@ -262,7 +262,7 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
       return spec_error("head-dim", "qwen2_moe derives it as --hidden / --heads = " +
                                         std::to_string(spec.hidden / spec.heads) + "; pass that value");
     }
-    if (!spec.quant.empty()) {
+    if (!spec.quant.empty() && spec.quant != "fp8") {
       return spec_error("quant", "4-bit mixture-of-experts test checkpoints are not supported; leave out --quant");
     }
   }
@@ -282,6 +282,12 @@ static ordered_json quantization_config(const TestModelSpec& s) {
     q["desc_act"] = s.desc_act;
     q["sym"] = false;
     q["checkpoint_format"] = "gptq";
+  } else if (s.quant == "fp8") {
+    // Qwen3-*-FP8's quantization_config, key for key.
+    q["activation_scheme"] = "dynamic";
+    q["fmt"] = "e4m3";
+    q["quant_method"] = "fp8";
+    q["weight_block_size"] = {kTestFp8Block, kTestFp8Block};
   } else {
     q["quant_method"] = "awq";
     q["bits"] = 4;
@@ -392,7 +398,12 @@ std::string test_model_config_json(const TestModelSpec& s) {
     c["use_logn_attn"] = false;
     return c.dump(2) + "\n";
   }
-  if (s.arch == Architecture::qwen3_moe) return qwen3_moe_config(s).dump(2) + "\n";
+  if (s.arch == Architecture::qwen3_moe) {
+    ordered_json moe = qwen3_moe_config(s);
+    // Qwen3-30B-A3B-Instruct-2507-FP8 adds it after the model's own fields.
+    if (!s.quant.empty()) moe["quantization_config"] = quantization_config(s);
+    return moe.dump(2) + "\n";
+  }
   if (s.arch == Architecture::qwen2_moe) return qwen2_moe_config(s).dump(2) + "\n";
   bool qwen3 = s.arch == Architecture::qwen3;
   c["architectures"] = {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"};

@@ -27,8 +27,9 @@ struct TestModelSpec {
   bool tie = true;       // ignored for qwen (always an untied lm_head)
   double rope_theta = 1e6;
   int max_positions = 4096;
-  // A 4-bit checkpoint of the same weights: "" (none), "gptq" or "awq";
-  // group_size -1 is one group per matrix; desc_act (GPTQ) scatters groups.
+  // A quantized checkpoint of the same weights: "" (none), "gptq" or "awq"
+  // (4-bit; group_size -1 is one group per matrix; desc_act (GPTQ) scatters
+  // groups) or "fp8" (e4m3 in blocks of kTestFp8Block x kTestFp8Block).
   std::string quant;
   int group_size = 128;
   bool desc_act = false;
@@ -40,6 +41,9 @@ struct TestModelSpec {
   bool norm_topk = true;
   int shared_intermediate = 128;
 };
+
+// The block of FP8 test checkpoints: Qwen's weight_block_size.
+constexpr int kTestFp8Block = 128;
 
 Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3|qwen2_moe|qwen3_moe
 const char* architecture_flag(Architecture arch);
@@ -57,7 +61,9 @@ Expected<ModelConfig> test_model_config(const TestModelSpec& spec);
 // layout (GPTQ or AWQ, engine/model/quantized_weights.h), every other
 // tensor bf16; `config` is test_model_config(spec), `plain` the unquantized
 // weights. Round to nearest per group (zero kept exact; classic GPTQ zeros
-// from 1, as its zero - 1 storage cannot hold 0).
+// from 1, as its zero - 1 storage cannot hold 0). FP8: per block, scale =
+// max|w| / 448 stored as weight_scale_inv, weight = e4m3(w / scale) rounded
+// to nearest even; the MoE router and shared-expert gate stay bf16.
 Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& config, const WeightSource& plain,
                                                         const TestModelSpec& spec);
 

@@ -14,7 +14,7 @@
 
 namespace xft::engine {
 
-enum class DType { f32, f16, bf16, i32 };
+enum class DType { f32, f16, bf16, i32, f8_e4m3 };
 
 struct TensorMeta {
   std::string name;
@@ -44,6 +44,11 @@ class WeightSource {
   virtual Expected<std::vector<int32_t>> read_i32(const std::string& name, Slice rows = {},
                                                   Slice cols = {}) const {
     return make_error("tensor " + name + ": int32 tensors are not part of this weight source");
+  }
+  // The stored bytes of an F8_E4M3 tensor (FP8 checkpoints' weights), as they are.
+  virtual Expected<std::vector<uint8_t>> read_f8(const std::string& name, Slice rows = {},
+                                                 Slice cols = {}) const {
+    return make_error("tensor " + name + ": FP8 tensors are not part of this weight source");
   }
   // Bytes actually read from storage so far (per-rank memory/IO figure).
   virtual uint64_t bytes_read() const = 0;

@@ -119,6 +119,7 @@ void gemm_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_be
     case WeightFormat::f16: gemm<WeightFormat::f16>(w, xf, m, y, row_begin, row_end); break;
     case WeightFormat::int8: gemm<WeightFormat::int8>(w, xf, m, y, row_begin, row_end); break;
     case WeightFormat::int4: break;  // the int4 kernels in groups (linear.cpp)
+    case WeightFormat::fp8: break;   // the fp8 kernels in groups (linear.cpp)
   }
 }
 

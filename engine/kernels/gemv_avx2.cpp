@@ -64,6 +64,7 @@ void gemv_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_be
     case WeightFormat::f16: dispatch_m<WeightFormat::f16>(w, xf, m, y, row_begin, row_end); break;
     case WeightFormat::int8: dispatch_m<WeightFormat::int8>(w, xf, m, y, row_begin, row_end); break;
     case WeightFormat::int4: break;  // gemv_int4_avx2
+    case WeightFormat::fp8: break;   // gemv_fp8_avx2
   }
 }
 

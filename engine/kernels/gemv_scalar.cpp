@@ -13,6 +13,7 @@ float weight_at(const PackedWeight& w, int r, int c) {
     case WeightFormat::f16: return f16_to_f32(w.row<uint16_t>(r)[c]);
     case WeightFormat::int8: return static_cast<float>(w.row<int8_t>(r)[c]);
     case WeightFormat::int4: break;  // gemv_int4_scalar
+    case WeightFormat::fp8: break;   // gemv_fp8_scalar
   }
   return 0.0f;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/kernels/fp8.h"
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/quant_int4.h"
@@ -48,6 +49,7 @@ void pack_row(PackedWeight& w, int r, const SourceRows& src, int src_row, float*
       f32_to_f16(tmp, w.data.as<uint16_t>() + static_cast<size_t>(r) * w.ld, in);
       break;
     case WeightFormat::int4: break;  // packed by pack_int4
+    case WeightFormat::fp8: break;   // packed by pack_fp8
     case WeightFormat::int8: {
       float max_abs = 0.0f;
       for (int c = 0; c < in; ++c) max_abs = std::max(max_abs, std::fabs(tmp[c]));
@@ -84,18 +86,23 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
                                    WeightFormat format) {
   int out = 0;
   bool any_bias = false;
-  int int4_blocks = 0;
+  int int4_blocks = 0, fp8_blocks = 0;
   for (const auto& block : blocks) {
-    if (block.rows < 0 || (block.rows > 0 && !block.weight_f32 && !block.weight_bf16 && !block.int4)) {
+    if (block.rows < 0 || (block.rows > 0 && !block.weight_f32 && !block.weight_bf16 && !block.int4 && !block.fp8)) {
       throw std::invalid_argument("Linear: a weight block has no data or negative rows");
     }
     out += block.rows;
     any_bias = any_bias || block.bias != nullptr;
     int4_blocks += block.int4 != nullptr;
+    fp8_blocks += block.fp8 != nullptr;
   }
   if (out <= 0 || in <= 0) throw std::invalid_argument("Linear: out and in must be positive");
   if (int4_blocks != 0 && (format != WeightFormat::int4 || int4_blocks != static_cast<int>(blocks.size()))) {
     throw std::invalid_argument("Linear: int4 blocks need format int4 and cannot mix with float blocks");
+  }
+  if ((fp8_blocks != 0 || format == WeightFormat::fp8) &&
+      (format != WeightFormat::fp8 || fp8_blocks != static_cast<int>(blocks.size()))) {
+    throw std::invalid_argument("Linear: format fp8 takes fp8 blocks only (from FP8 checkpoints)");
   }
   auto w = std::make_unique<PackedWeight>();
   w->format = format;
@@ -109,6 +116,8 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
     w->int4_x = w->use_bf16_dot ? Int4X::bf16 : w->isa >= Isa::avx2 ? Int4X::int8 : Int4X::f32;
     if (int4_blocks) pack_int4(*w, blocks);
     else pack_int4_quantizing(*w, blocks);
+  } else if (format == WeightFormat::fp8) {
+    pack_fp8(*w, blocks);
   } else {
     w->ld = padded(in);
     w->data.resize(static_cast<size_t>(out) * w->ld * w->element_bytes());
@@ -134,13 +143,18 @@ GemvKernel pick_gemv(const PackedWeight& w) {
     if (w.use_bf16_dot) return gemv_int4_avx512;
     return w.isa >= Isa::avx2 ? gemv_int4_avx2 : gemv_int4_scalar;
   }
+  if (w.format == WeightFormat::fp8) {
+    if (w.isa >= Isa::avx512) return gemv_fp8_avx512;
+    return w.isa >= Isa::avx2 ? gemv_fp8_avx2 : gemv_fp8_scalar;
+  }
   if (w.isa >= Isa::avx512) {
     switch (w.format) {
       case WeightFormat::f32: return gemv_f32_avx512;
       case WeightFormat::f16: return gemv_f16_avx512;
       case WeightFormat::bf16: return w.use_bf16_dot ? gemv_bf16_avx512 : gemv_avx2;
       case WeightFormat::int8: return w.use_int8_dot ? gemv_int8_vnni : gemv_int8_avx512;
-      case WeightFormat::int4: break;
+      case WeightFormat::int4:
+      case WeightFormat::fp8: break;
     }
   }
   if (w.isa >= Isa::avx2) return gemv_avx2;
@@ -253,6 +267,7 @@ const char* weight_format_name(WeightFormat format) {
     case WeightFormat::f16: return "f16";
     case WeightFormat::int8: return "int8";
     case WeightFormat::int4: return "int4";
+    case WeightFormat::fp8: return "fp8";
   }
   return "unknown";
 }
@@ -289,7 +304,8 @@ Isa Linear::isa() const { return packed_ ? packed_->isa : Isa::scalar; }
 size_t Linear::weight_bytes() const {
   if (!packed_) return 0;
   return static_cast<size_t>(packed_->out) * packed_->row_bytes() + packed_->scales.size() * sizeof(float) +
-         packed_->group_scale.size() * sizeof(uint16_t) + packed_->group_zero.size();
+         packed_->group_scale.size() * sizeof(uint16_t) + packed_->group_zero.size() +
+         packed_->fp8_scale.size() * sizeof(float);
 }
 
 void Linear::dequantize_row(int r, float* out) const {
@@ -301,6 +317,13 @@ void Linear::dequantize_row(int r, float* out) const {
     case WeightFormat::int8:
       for (int c = 0; c < w.in; ++c) out[c] = static_cast<float>(w.row<int8_t>(r)[c]) * w.scales[r];
       break;
+    case WeightFormat::fp8: {
+      thread_local std::vector<float> row;
+      row.resize(w.ld);
+      fp8_dequantize_row(w, r, row.data());
+      std::memcpy(out, row.data(), sizeof(float) * w.in);
+      break;
+    }
     case WeightFormat::int4: {
       thread_local std::vector<float> slots;
       slots.resize(w.ld);

@@ -54,6 +54,11 @@
 //    (|error| <= 2^-8 · Σ|x_i w_i|); AVX2/scalar decode keep x float. Prefill
 //    dequantizes tiles of rows to bf16 (or float without bf16 matmul): the
 //    weight is rounded to bf16 on top of x.
+//  * fp8:  weight-only, e4m3 bytes with a float scale per block of rows and
+//    columns (FP8 checkpoints, fp8.h), kept as stored. Decode widens e4m3 to
+//    float exactly in registers and keeps x float; per row and input each
+//    column block is summed, then times its scale into the total. Prefill
+//    dequantizes tiles of rows as int4 does.
 // Padding: every row is zero-padded to a multiple of 64 elements so the
 // kernels have no tails; weight_bytes() counts the padded rows plus scales.
 #pragma once
@@ -69,10 +74,11 @@
 
 namespace xft::engine {
 
-enum class WeightFormat { f32, bf16, f16, int8, int4 };
+enum class WeightFormat { f32, bf16, f16, int8, int4, fp8 };
 
 const char* weight_format_name(WeightFormat format);
-// "f32" | "bf16" | "f16" | "int8" | "int4"; false when the text is none of them.
+// "f32" | "bf16" | "f16" | "int8" | "int4"; false when the text is none of
+// them. fp8 is named "fp8" but not parsed: it only comes from FP8 checkpoints.
 bool parse_weight_format(const std::string& text, WeightFormat* format);
 
 // Rows already quantized to 4 bits, in the plain form every checkpoint layout
@@ -86,16 +92,29 @@ struct Int4Rows {
   int groups = 0;
 };
 
+// Rows of an FP8 checkpoint's projection as stored (layout in fp8.h):
+// weight(r, c) = e4m3(q[r][c]) * scale[r / block_rows][c / block_cols],
+// partial blocks at the edges. block_cols must be a multiple of 64 (the
+// kernels' unit); the blocks of one Linear share it.
+struct Fp8Rows {
+  const uint8_t* q = nullptr;    // [rows][in] e4m3 bits
+  const float* scale = nullptr;  // [ceil(rows / block_rows)][ceil(in / block_cols)]
+  int block_rows = 0;
+  int block_cols = 0;
+};
+
 // One block of rows of a fused projection (q/k/v, gate/up): exactly one of
-// weight_f32 / weight_bf16 / int4 is set, row-major [rows][in]; bias optional
-// [rows]. int4 blocks need WeightFormat::int4; float/bf16 blocks packed as
-// int4 are quantized at load (quantize_int4, groups of kInt4DefaultGroup).
+// weight_f32 / weight_bf16 / int4 / fp8 is set, row-major [rows][in]; bias
+// optional [rows]. int4 blocks need WeightFormat::int4; float/bf16 blocks
+// packed as int4 are quantized at load (quantize_int4, groups of
+// kInt4DefaultGroup). fp8 blocks need WeightFormat::fp8, which takes only them.
 struct LinearBlock {
   const float* weight_f32 = nullptr;
   const uint16_t* weight_bf16 = nullptr;
   const float* bias = nullptr;
   int rows = 0;
   const Int4Rows* int4 = nullptr;
+  const Fp8Rows* fp8 = nullptr;
 };
 
 // Largest m served by the GEMV kernels as they are; larger batches go to the

@@ -37,13 +37,21 @@ struct PackedWeight {
   std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
                                         // empty when slot c is input c (padding only at the end)
   Int4X int4_x = Int4X::f32;            // how the decode kernel wants x staged
+  // fp8 (layout in fp8.h): e4m3 bytes [out][ld], one float scale per block of
+  // fp8_block_cols inputs and the block's rows (fp8_scale_row maps a row to
+  // its scale row).
+  int fp8_block_cols = 0;
+  int fp8_col_blocks = 0;
+  std::vector<float> fp8_scale;         // [scale rows][fp8_col_blocks]
+  std::vector<int32_t> fp8_scale_row;   // [out]
 
   size_t element_bytes() const {
     switch (format) {
       case WeightFormat::f32: return 4;
       case WeightFormat::bf16:
       case WeightFormat::f16: return 2;
-      case WeightFormat::int8: return 1;
+      case WeightFormat::int8:
+      case WeightFormat::fp8: return 1;
       case WeightFormat::int4: return 1;  // per two elements; see row_bytes()
     }
     return 4;
@@ -109,6 +117,13 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
 void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+
+// fp8 (e4m3 weights, block scales; x float): per row and input, each column
+// block summed on its own, then times its scale into the row total, in the
+// same order whatever m is.
+void gemv_fp8_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_fp8_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_fp8_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // Prefill: returns false when oneDNN cannot run this shape (caller falls back).
 // Uses bf16 matmul when onednn_bf16_matmul_available() (declared in linear.h),

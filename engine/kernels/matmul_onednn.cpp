@@ -26,6 +26,7 @@
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/ops_simd.h"
+#include "engine/kernels/fp8.h"
 #include "engine/kernels/quant_int4.h"
 
 extern "C" void omp_set_num_threads(int n);
@@ -117,11 +118,12 @@ void run_matmul(ThreadState& ts, dt src_type, dt weight_type, const void* a, int
   ts.stream->wait();
 }
 
-// f16, int8 or int4 rows [r0, r0 + rows) as bf16 into dst [rows][ld]; row: ld floats of scratch.
+// f16, int8, int4 or fp8 rows [r0, r0 + rows) as bf16 into dst [rows][ld]; row: ld floats of scratch.
 void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float* row) {
-  if (w.format == WeightFormat::int4) {
+  if (w.format == WeightFormat::int4 || w.format == WeightFormat::fp8) {
     for (int r = 0; r < rows; ++r) {
-      int4_dequantize_slots(w, r0 + r, row);
+      if (w.format == WeightFormat::fp8) fp8_dequantize_row(w, r0 + r, row);
+      else int4_dequantize_slots(w, r0 + r, row);
       f32_to_bf16(row, dst + static_cast<size_t>(r) * w.ld, w.ld);
     }
     return;
@@ -149,6 +151,8 @@ void convert_tile_f32(const PackedWeight& w, int r0, int rows, float* dst) {
   const size_t count = static_cast<size_t>(rows) * w.ld;
   if (w.format == WeightFormat::int4) {
     for (int r = 0; r < rows; ++r) int4_dequantize_slots(w, r0 + r, dst + static_cast<size_t>(r) * w.ld);
+  } else if (w.format == WeightFormat::fp8) {
+    for (int r = 0; r < rows; ++r) fp8_dequantize_row(w, r0 + r, dst + static_cast<size_t>(r) * w.ld);
   } else if (w.format == WeightFormat::bf16) {
     bf16_to_f32(w.row<uint16_t>(r0), dst, count);
   } else if (w.format == WeightFormat::f16) {

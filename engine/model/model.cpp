@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/checkpoint/safetensors.h"
 #include "engine/model/architectures.h"
 #include "engine/model/blocks/dense_mlp.h"
 #include "engine/model/blocks/moe.h"
@@ -121,7 +122,7 @@ Expected<void> Sequence::append_copy(const Sequence& from, int begin, int n) {
 
 namespace {
 
-size_t dtype_bytes(DType type) { return type == DType::f32 || type == DType::i32 ? 4 : 2; }
+size_t dtype_bytes(DType type) { return dtype_size(type); }
 
 // The bytes this rank's slice of the model holds as stored: what a load reads.
 uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, const RankPartition& part,
@@ -132,8 +133,10 @@ uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, 
   const uint64_t d = c.head_dim, hidden = c.hidden;
   const uint64_t q = part.attention.q_heads.size() * d, kv = part.attention.kv_heads.size() * d;
   const uint64_t mlp = part.mlp.size();
-  // 4-bit checkpoints store a projection's weights packed, half a byte each.
-  const double projection_unit = c.quant.method == QuantMethod::none ? unit : 0.5;
+  // 4-bit checkpoints store a projection's weights packed, half a byte each;
+  // FP8 ones a byte each (block scales are a fraction of a percent on top).
+  const double projection_unit =
+      c.quant.method == QuantMethod::none ? unit : c.quant.method == QuantMethod::fp8 ? 1.0 : 0.5;
   double attention = projection_unit * (hidden * (q + 2 * kv) + q * hidden);
   attention += unit * (2 * hidden + (c.qkv_bias ? q + 2 * kv : 0) + (c.qk_norm ? 2 * d : 0));
   const MoeConfig& moe = c.moe;
@@ -166,6 +169,9 @@ class CountingWeights : public WeightSource {
   }
   Expected<std::vector<int32_t>> read_i32(const std::string& name, Slice rows, Slice cols) const override {
     return counted(name, inner_.read_i32(name, rows, cols));
+  }
+  Expected<std::vector<uint8_t>> read_f8(const std::string& name, Slice rows, Slice cols) const override {
+    return counted(name, inner_.read_f8(name, rows, cols));
   }
   uint64_t bytes_read() const override { return inner_.bytes_read(); }
   void finish() const {
@@ -344,9 +350,11 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
   const ModelConfig& c = config_;
   const ArchitectureLayout& names = architecture_layout(c.arch);
   const std::string p = names.layer_prefix + std::to_string(index) + ".";
-  // Projections of a 4-bit checkpoint are int4 whatever --dtype says (it
-  // applies to the unquantized embedding and head).
-  const WeightFormat format = c.quant.method == QuantMethod::none ? options_.dtype : WeightFormat::int4;
+  // Projections of a 4-bit (FP8) checkpoint are int4 (fp8) whatever --dtype
+  // says (it applies to the unquantized embedding and head).
+  const WeightFormat format = c.quant.method == QuantMethod::none  ? options_.dtype
+                              : c.quant.method == QuantMethod::fp8 ? WeightFormat::fp8
+                                                                   : WeightFormat::int4;
   Layer layer;
 
   auto mixer = names.mixer == TokenMixerKind::attention_fused_qkv

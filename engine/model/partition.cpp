@@ -1,6 +1,7 @@
 #include "engine/model/partition.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace xft::engine {
@@ -27,8 +28,13 @@ namespace {
 
 // The MLP rows a 4-bit checkpoint splits in: down_proj's groups when they
 // tile the MLP, else the 8 rows of an int32.
+// An FP8 checkpoint's blocks: a split along a projection's rows (gate/up,
+// q/k/v) or inputs (down_proj, o_proj) falls on a block bound of both.
+int fp8_unit(const ModelConfig& config) { return std::lcm(config.quant.block_rows, config.quant.block_cols); }
+
 int mlp_unit(const ModelConfig& config) {
   if (config.quant.method == QuantMethod::none) return 1;
+  if (config.quant.method == QuantMethod::fp8) return fp8_unit(config);
   const int g = config.quant.group_size;
   return g > 0 && g % 8 == 0 && config.intermediate % g == 0 ? g : 8;
 }
@@ -38,9 +44,37 @@ Range split_in_units(int total, int parts, int index, int unit) {
   return {std::min(total, units.begin * unit), std::min(total, units.end * unit)};
 }
 
-// Why a 4-bit checkpoint cannot be split over tp ranks ("" when it can).
+// Why an FP8 checkpoint cannot be split over tp ranks without cutting a
+// block ("" when it can): q rows (and o_proj's inputs) on both block bounds,
+// k/v rows on row-block bounds, or at the matrix's end (a partial edge block).
+std::string fp8_split_problem(const ModelConfig& config, int tp) {
+  const int q_width = config.heads * config.head_dim, kv_width = config.kv_heads * config.head_dim;
+  for (int rank = 0; rank < tp; ++rank) {
+    const AttentionSlice a = attention_slice(config.heads, config.kv_heads, tp, rank);
+    for (int bound : {a.q_heads.begin, a.q_heads.end}) {
+      const int row = bound * config.head_dim;
+      if (row % fp8_unit(config) != 0 && row != q_width) {
+        return "rank " + std::to_string(rank) + "'s query heads start or end at row " + std::to_string(row);
+      }
+    }
+    for (int bound : {a.kv_heads.begin, a.kv_heads.end}) {
+      const int row = bound * config.head_dim;
+      if (row % config.quant.block_rows != 0 && row != kv_width) {
+        return "rank " + std::to_string(rank) + "'s key/value heads start or end at row " + std::to_string(row);
+      }
+    }
+    if (split_in_units(config.intermediate, tp, rank, fp8_unit(config)).size() == 0) {
+      return "rank " + std::to_string(rank) + " would get no block of the MLP's " +
+             std::to_string(config.intermediate) + " rows";
+    }
+  }
+  return "";
+}
+
+// Why a 4-bit or FP8 checkpoint cannot be split over tp ranks ("" when it can).
 std::string quantized_split_problem(const ModelConfig& config, int tp) {
   if (config.quant.method == QuantMethod::none) return "";
+  if (config.quant.method == QuantMethod::fp8) return fp8_split_problem(config, tp);
   for (int rank = 0; rank < tp; ++rank) {
     const AttentionSlice a = attention_slice(config.heads, config.kv_heads, tp, rank);
     for (int bound : {a.q_heads.begin, a.q_heads.end, a.kv_heads.begin, a.kv_heads.end}) {
@@ -102,10 +136,17 @@ Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, 
     for (int tp = 1; tp <= std::min(config.heads, 64); ++tp) {
       if (quantized_split_problem(config, tp).empty()) working += (working.empty() ? "" : ", ") + std::to_string(tp);
     }
-    return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split this 4-bit checkpoint: " +
-                      problem + " (rank counts that work: " + working + ")");
+    const std::string what = config.quant.method == QuantMethod::fp8
+                                 ? "this FP8 checkpoint without cutting a " + std::to_string(config.quant.block_rows) +
+                                       "x" + std::to_string(config.quant.block_cols) + " weight block"
+                                 : "this 4-bit checkpoint";
+    return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split " + what + ": " + problem +
+                      " (rank counts that work: " + (working.empty() ? "none" : working) + ")");
   }
   expert_group = std::max(1, expert_group);
+  // FP8 experts split in whole blocks, as the dense MLP does.
+  const bool fp8 = config.quant.method == QuantMethod::fp8;
+  if (fp8) expert_group = std::lcm(expert_group, fp8_unit(config));
   if (std::string problem = expert_split_problem(config, tp_size, expert_group); !problem.empty()) {
     std::string working;
     for (int tp = 1; tp <= std::min(config.heads, 64); ++tp) {
@@ -113,9 +154,10 @@ Expected<RankPartition> partition_model(const ModelConfig& config, int tp_size, 
         working += (working.empty() ? "" : ", ") + std::to_string(tp);
       }
     }
-    const std::string why = expert_group > 1 ? " without cutting an int4 quantization group: " : ": ";
+    const std::string why = fp8 ? " without cutting an FP8 weight block: "
+                            : expert_group > 1 ? " without cutting an int4 quantization group: " : ": ";
     return make_error("tensor parallel size " + std::to_string(tp_size) + " cannot split the experts" + why + problem +
-                      " (rank counts that work: " + working + ")");
+                      " (rank counts that work: " + (working.empty() ? "none" : working) + ")");
   }
   RankPartition partition;
   partition.tp_rank = tp_rank;

@@ -15,7 +15,9 @@
 // A 4-bit checkpoint packs 8 rows per int32 and scales groups of inputs: its
 // MLP is split in whole groups of down_proj's inputs (else in eights), and a
 // rank count whose head split cuts a packed int32 is refused, naming the
-// counts that work.
+// counts that work. An FP8 checkpoint is split only on its blocks' bounds
+// (MLP and experts in whole blocks, heads where they end on one); other
+// rank counts are refused the same way.
 #pragma once
 
 #include <string>

@@ -112,4 +112,47 @@ Expected<Int4Matrix> read_int4_projection(const WeightSource& weights, const Qua
   return m;
 }
 
+Expected<Fp8Matrix> read_fp8_projection(const WeightSource& weights, const QuantConfig& quant, const std::string& base,
+                                        Range out, Range in, int full_out, int full_in) {
+  const int br = quant.block_rows, bc = quant.block_cols;
+  auto on_block = [](Range r, int block, int full) {
+    return r.begin % block == 0 && (r.end % block == 0 || r.end == full);
+  };
+  if (!on_block(out, br, full_out) || !on_block(in, bc, full_in)) {
+    return make_error("tensor " + base + ".weight: a slice of rows [" + std::to_string(out.begin) + "," +
+                      std::to_string(out.end) + ") x inputs [" + std::to_string(in.begin) + "," +
+                      std::to_string(in.end) + ") cuts an FP8 block of " + std::to_string(br) + "x" +
+                      std::to_string(bc));
+  }
+  const std::string scale_name = base + ".weight_scale_inv";
+  auto scale_meta = weights.meta(scale_name);
+  if (!scale_meta) return scale_meta.error();
+  const std::vector<int64_t> scale_shape{(full_out + br - 1) / br, (full_in + bc - 1) / bc};
+  if (scale_meta->shape != scale_shape) {
+    return make_error("tensor " + scale_name + ": shape [" +
+                      (scale_meta->shape.size() == 2 ? std::to_string(scale_meta->shape[0]) + "," +
+                                                           std::to_string(scale_meta->shape[1])
+                                                     : std::string("?")) +
+                      "], expected [" + std::to_string(scale_shape[0]) + "," + std::to_string(scale_shape[1]) +
+                      "] (ceil of " + std::to_string(full_out) + "x" + std::to_string(full_in) + " over weight_block_size)");
+  }
+  Fp8Matrix m;
+  m.rows = out.size();
+  m.in = in.size();
+  m.block_rows = br;
+  m.block_cols = bc;
+  auto q = weights.read_f8(base + ".weight", Slice{out.begin, out.end}, Slice{in.begin, in.end});
+  if (!q) return q.error();
+  m.q = std::move(*q);
+  auto scale = weights.read_f32(scale_name, Slice{out.begin / br, (out.end + br - 1) / br},
+                                Slice{in.begin / bc, (in.end + bc - 1) / bc});
+  if (!scale) return scale.error();
+  m.scale = std::move(*scale);
+  if (m.q.size() != static_cast<size_t>(m.rows) * m.in) {
+    return make_error("tensor " + base + ".weight: read " + std::to_string(m.q.size()) + " values, expected " +
+                      std::to_string(static_cast<size_t>(m.rows) * m.in));
+  }
+  return m;
+}
+
 }  // namespace xft::engine

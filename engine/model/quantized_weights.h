@@ -14,6 +14,9 @@
 //   qzeros  int32 [groups, out/8] packed the same way, the zero itself
 //   scales  f16   [groups, out]
 // weight = (q - zero) * scale.
+// FP8 (quant_method fp8, fmt e4m3, weight_block_size [BR, BC]):
+//   weight           F8_E4M3 [out, in]
+//   weight_scale_inv F32     [ceil(out/BR), ceil(in/BC)]   weight = e4m3 * scale_inv of the block
 #pragma once
 
 #include <string>
@@ -32,5 +35,23 @@ namespace xft::engine {
 Expected<Int4Matrix> read_int4_projection(const WeightSource& weights, const QuantConfig& quant,
                                           const std::string& base, Range out, Range in, int full_out,
                                           int full_in);
+
+// Owning storage behind an Fp8Rows view: the stored bytes and the scales of
+// the blocks a slice covers.
+struct Fp8Matrix {
+  int rows = 0;
+  int in = 0;
+  int block_rows = 0;
+  int block_cols = 0;
+  std::vector<uint8_t> q;     // [rows][in] e4m3 bits
+  std::vector<float> scale;   // [ceil(rows / block_rows)][ceil(in / block_cols)]
+  Fp8Rows view() const { return Fp8Rows{q.data(), scale.data(), block_rows, block_cols}; }
+};
+
+// The same slice of an FP8 projection. Slice bounds must fall on block
+// bounds (or the matrix's end), so the slice's blocks are whole blocks of the
+// checkpoint; the partition refuses rank counts that would cut one.
+Expected<Fp8Matrix> read_fp8_projection(const WeightSource& weights, const QuantConfig& quant, const std::string& base,
+                                        Range out, Range in, int full_out, int full_in);
 
 }  // namespace xft::engine

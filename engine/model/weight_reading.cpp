@@ -6,6 +6,8 @@ LinearBlock HostMatrix::block() const {
   LinearBlock b;
   if (!int4.q.empty()) {
     b.int4 = &int4_view;
+  } else if (!fp8.q.empty()) {
+    b.fp8 = &fp8_view;
   } else if (!bf16.empty()) {
     b.weight_bf16 = bf16.data();
   } else {
@@ -52,6 +54,16 @@ Expected<HostMatrix> read_projection(const WeightSource& weights, const std::str
   const QuantConfig& quant = weights.config().quant;
   if (quant.method == QuantMethod::none) {
     return read_matrix(weights, base + ".weight", slice_of(rows), slice_of(cols));
+  }
+  if (quant.method == QuantMethod::fp8) {
+    auto fp8 = read_fp8_projection(weights, quant, base, rows, cols, full_rows, full_cols);
+    if (!fp8) return fp8.error();
+    HostMatrix m;
+    m.rows = rows.size();
+    m.cols = cols.size();
+    m.fp8 = std::move(*fp8);
+    m.fp8_view = m.fp8.view();
+    return m;
   }
   auto int4 = read_int4_projection(weights, quant, base, rows, cols, full_rows, full_cols);
   if (!int4) return int4.error();

@@ -15,13 +15,15 @@ namespace xft::engine {
 
 // A weight block as read from the checkpoint: kept in bf16 when stored so
 // (exact and half the memory), else float32; 4-bit checkpoints' projections
-// in the plain int4 form.
+// in the plain int4 form, FP8 checkpoints' as stored.
 struct HostMatrix {
   std::vector<float> f32;
   std::vector<uint16_t> bf16;
   std::vector<float> bias;
   Int4Matrix int4;
   Int4Rows int4_view;
+  Fp8Matrix fp8;
+  Fp8Rows fp8_view;
   int rows = 0;
   int cols = 0;
 

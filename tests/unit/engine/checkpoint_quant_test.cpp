@@ -57,7 +57,7 @@ TEST(CheckpointQuant, EveryOtherFormatIsRefusedNamingTheFieldAndValue) {
       {{{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"checkpoint_format", "marlin"}},
        "config.json: quantization_config: checkpoint_format: \"marlin\" is not supported (supported: gptq, gptq_v2)"},
       {{{"quant_method", "exl2"}, {"bits", 4}},
-       "config.json: quantization_config: quant_method: \"exl2\" is not supported (supported: gptq, awq with 4 bits)"},
+       "config.json: quantization_config: quant_method: \"exl2\" is not supported (supported: gptq, awq with 4 bits; fp8)"},
       {{{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 100}},
        "config.json: quantization_config: group_size: 100 is not supported (a multiple of 8, or -1)"},
   };

@@ -117,7 +117,7 @@ TEST_F(BadCheckpoint, HeaderLyingAboutSize) {
 
 TEST_F(BadCheckpoint, UnknownDtype) {
   write_header(R"({"x":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", 4);
-  EXPECT_EQ(open_error(), file_ + ": tensor x: dtype I8 is not supported (supported: F32, F16, BF16, I32)");
+  EXPECT_EQ(open_error(), file_ + ": tensor x: dtype I8 is not supported (supported: F32, F16, BF16, I32, F8_E4M3)");
 }
 
 TEST_F(BadCheckpoint, OverlapGapAndTrailingBytes) {

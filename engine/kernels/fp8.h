@@ -1,0 +1,48 @@
+// FP8 weights as Qwen's FP8 checkpoints publish them (quant_method fp8,
+// fmt e4m3, weight_block_size [block_rows, block_cols]): each weight is one
+// OCP float8 e4m3fn byte (sign, 4 exponent bits of bias 7, 3 mantissa bits;
+// no infinities, 0x7F/0xFF are NaN, largest finite 448), and each
+// block_rows x block_cols block of the matrix has one float32 scale
+// (weight_scale_inv): weight = e4m3 value * scale of its block. Edge blocks
+// are partial (ceil division).
+//
+// Packed layout (PackedWeight, format fp8): the bytes as stored, [out][ld],
+// padding bytes 0 (+0.0); fp8_scale holds the scale rows the Linear's blocks
+// brought, and row r's scale for column block b (inputs [b * block_cols,
+// (b + 1) * block_cols)) is fp8_scale[fp8_scale_row[r] * fp8_col_blocks + b].
+// Fused blocks (q/k/v, gate/up) keep their own row blocking that way. A
+// decode step reads ld bytes per row plus 4 bytes per block.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/linear.h"
+#include "engine/kernels/linear_internal.h"
+
+namespace xft::engine {
+
+constexpr float kE4m3Max = 448.0f;
+
+// The 256 e4m3 values as float (NaN for 0x7F and 0xFF).
+const float* e4m3_table();
+inline float e4m3_to_float(uint8_t bits) { return e4m3_table()[bits]; }
+
+// Round to nearest, ties to even, saturating at ±448 (NaN stays NaN): what
+// PyTorch's clamp-then-cast to float8_e4m3fn gives.
+uint8_t float_to_e4m3(float value);
+
+// Row r's scales, one per column block.
+inline const float* fp8_row_scales(const PackedWeight& w, int r) {
+  return w.fp8_scale.data() + static_cast<size_t>(w.fp8_scale_row[r]) * w.fp8_col_blocks;
+}
+
+// Fills w's data, ld, scales and block shape from fp8 blocks that share one
+// block_cols. Throws std::invalid_argument on inconsistent blocks (the
+// loaders check first and report a line).
+void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks);
+
+// Row r dequantized: ld floats, padding 0.
+void fp8_dequantize_row(const PackedWeight& w, int r, float* dst);
+
+}  // namespace xft::engine

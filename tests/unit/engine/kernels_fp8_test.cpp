@@ -1,0 +1,193 @@
+// The fp8 Linear (e4m3 weights with a float scale per block, as FP8
+// checkpoints store them): the e4m3 conversions, and every decode kernel
+// this CPU has (scalar, AVX2, AVX-512) against a double-precision reference
+// on random bytes and scales, partial edge blocks and fused blocks included;
+// a row's result must not depend on what shares the call.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/fp8.h"
+#include "engine/kernels/linear.h"
+#include "tests/unit/engine/kernels_test_support.h"
+
+namespace xft::engine {
+namespace {
+
+// e4m3fn written out from the format's definition, independently of the library.
+double reference_e4m3(uint8_t b) {
+  const int exponent = (b >> 3) & 15, mantissa = b & 7;
+  const double sign = (b & 0x80) ? -1.0 : 1.0;
+  if (exponent == 0) return sign * mantissa / 8.0 * std::pow(2.0, -6);
+  return sign * (1.0 + mantissa / 8.0) * std::pow(2.0, exponent - 7);
+}
+
+bool is_nan_code(uint8_t b) { return (b & 0x7F) == 0x7F; }
+
+TEST(KernelsFp8, E4m3DecodesEveryCodeAndEncodesItBack) {
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t code = static_cast<uint8_t>(b);
+    if (is_nan_code(code)) {
+      EXPECT_TRUE(std::isnan(e4m3_to_float(code))) << b;
+      continue;
+    }
+    EXPECT_EQ(double(e4m3_to_float(code)), reference_e4m3(code)) << b;
+    EXPECT_EQ(float_to_e4m3(e4m3_to_float(code)), code) << b;
+  }
+  EXPECT_EQ(e4m3_to_float(0x7E), 448.0f);
+}
+
+TEST(KernelsFp8, E4m3RoundsToNearestEvenAndSaturates) {
+  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);   // halfway 1 (0x38) and 1.125 (0x39): even
+  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3A);   // halfway 1.125 and 1.25 (0x3A): even
+  EXPECT_EQ(float_to_e4m3(1.07f), 0x39);
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);      // half the smallest subnormal: to 0
+  EXPECT_EQ(float_to_e4m3(3 * std::ldexp(1.0f, -10)), 0x02);  // halfway subnormals 1 and 2: 2
+  EXPECT_EQ(float_to_e4m3(std::ldexp(15.0f, -10)), 0x08);     // halfway 7/8·2^-6 and 2^-6: the normal
+  EXPECT_EQ(float_to_e4m3(432.0f), 0x7E);   // halfway 416 and 448: 448 (mantissa 6 is even)
+  EXPECT_EQ(float_to_e4m3(1000.0f), 0x7E);
+  EXPECT_EQ(float_to_e4m3(-1e9f), 0xFE);
+  EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
+}
+
+struct Fp8Block {
+  int rows = 0;
+  int block_rows = 0;
+  std::vector<uint8_t> q;
+  std::vector<float> scale;
+  std::vector<float> bias;
+  Fp8Rows view;
+};
+
+Fp8Block random_block(int rows, int in, int block_rows, int block_cols, std::mt19937& rng) {
+  Fp8Block b;
+  b.rows = rows;
+  b.block_rows = block_rows;
+  std::uniform_int_distribution<int> byte(0, 255);
+  b.q.resize(size_t(rows) * in);
+  for (auto& v : b.q) {
+    do v = uint8_t(byte(rng)); while (is_nan_code(v));  // checkpoints hold no NaN
+  }
+  std::uniform_real_distribution<float> scale(1e-4f, 2e-3f), bias(-1.0f, 1.0f);
+  b.scale.resize(size_t((rows + block_rows - 1) / block_rows) * ((in + block_cols - 1) / block_cols));
+  for (auto& s : b.scale) s = scale(rng);
+  b.bias.resize(rows);
+  for (auto& v : b.bias) v = bias(rng);
+  b.view = Fp8Rows{b.q.data(), b.scale.data(), block_rows, block_cols};
+  return b;
+}
+
+// Rows of all blocks stacked, dequantized in double from the layout.
+std::vector<double> reference_weight(const std::vector<Fp8Block>& blocks, int in, int block_cols) {
+  std::vector<double> w;
+  const int col_blocks = (in + block_cols - 1) / block_cols;
+  for (const Fp8Block& b : blocks) {
+    for (int r = 0; r < b.rows; ++r) {
+      for (int c = 0; c < in; ++c) {
+        w.push_back(reference_e4m3(b.q[size_t(r) * in + c]) *
+                    b.scale[size_t(r / b.block_rows) * col_blocks + c / block_cols]);
+      }
+    }
+  }
+  return w;
+}
+
+struct Shape {
+  int in, block_rows, block_cols;
+  std::vector<int> rows;  // one fused block each
+};
+
+TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows) {
+  const Shape shapes[] = {{64, 128, 128, {128}},            // one partial column block
+                          {176, 128, 128, {176, 176}},      // gate/up: two partial edges
+                          {300, 128, 128, {64, 32, 32}},    // q/k/v of a tiny model
+                          {384, 128, 128, {200}},           // three whole column blocks
+                          {256, 32, 64, {96, 40}}};         // smaller blocks, several row blocks
+  std::mt19937 rng(7);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    ThreadPool pool(2);
+    for (const Shape& s : shapes) {
+      std::vector<Fp8Block> blocks;
+      std::vector<LinearBlock> views;
+      for (int rows : s.rows) blocks.push_back(random_block(rows, s.in, s.block_rows, s.block_cols, rng));
+      for (const Fp8Block& b : blocks) {
+        LinearBlock view;
+        view.fp8 = &b.view;
+        view.rows = b.rows;
+        view.bias = b.bias.data();
+        views.push_back(view);
+      }
+      const Linear linear(views, s.in, WeightFormat::fp8);
+      ASSERT_EQ(linear.isa(), isa);
+      ASSERT_EQ(linear.kernel_name(), std::string("fp8/") + isa_name(isa));
+      const int out = linear.out();
+      const std::vector<double> w = reference_weight(blocks, s.in, s.block_cols);
+      std::vector<double> bias;
+      for (const Fp8Block& b : blocks) bias.insert(bias.end(), b.bias.begin(), b.bias.end());
+      // Weight bytes: one per (padded) weight plus the block scales.
+      size_t scales = 0;
+      for (const Fp8Block& b : blocks) scales += b.scale.size();
+      EXPECT_EQ(linear.weight_bytes(), size_t(out) * ((s.in + 63) / 64 * 64) + scales * sizeof(float));
+
+      std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+      for (int m : {1, 2, 3, 4, 7}) {
+        std::vector<float> x(size_t(m) * s.in);
+        for (auto& v : x) v = xd(rng);
+        std::vector<float> y(size_t(m) * out, std::nanf(""));
+        linear.forward_gemv(x.data(), m, y.data(), pool);
+        for (int i = 0; i < m; ++i) {
+          std::vector<float> alone(out);
+          linear.forward_gemv(x.data() + size_t(i) * s.in, 1, alone.data(), pool);
+          for (int r = 0; r < out; ++r) {
+            double ref = bias[r], magnitude = std::fabs(bias[r]);
+            for (int c = 0; c < s.in; ++c) {
+              const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
+              ref += p;
+              magnitude += std::fabs(p);
+            }
+            const float got = y[size_t(i) * out + r];
+            ASSERT_NEAR(got, ref, (2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
+                << "isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " input " << i << " row " << r;
+            ASSERT_EQ(std::memcmp(&got, &alone[r], sizeof(float)), 0)
+                << "batch changed a row: isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " row " << r;
+          }
+        }
+        // Prefill (oneDNN on dequantized tiles, bf16 where it has bf16 matmul).
+        std::vector<float> prefill(size_t(m) * out);
+        linear.forward_matmul(x.data(), m, prefill.data(), pool);
+        const double rounding = isa != Isa::scalar && onednn_bf16_matmul_available() ? std::ldexp(1.0, -7) : 0.0;
+        for (int i = 0; i < m; ++i) {
+          for (int r = 0; r < out; ++r) {
+            double ref = bias[r], magnitude = std::fabs(bias[r]);
+            for (int c = 0; c < s.in; ++c) {
+              const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
+              ref += p;
+              magnitude += std::fabs(p);
+            }
+            ASSERT_NEAR(prefill[size_t(i) * out + r], ref, (rounding + 2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
+                << "prefill isa=" << isa_name(isa) << " in=" << s.in << " m=" << m;
+          }
+        }
+      }
+      // dequantize_row gives the weight the kernels use.
+      std::vector<float> row(s.in);
+      for (int r : {0, out - 1}) {
+        linear.dequantize_row(r, row.data());
+        for (int c = 0; c < s.in; ++c) ASSERT_EQ(row[c], static_cast<float>(w[size_t(r) * s.in + c])) << r << "," << c;
+      }
+    }
+  }
+}
+
+TEST(KernelsFp8, FormatTakesOnlyFp8Blocks) {
+  std::vector<float> w(64 * 64, 0.5f);
+  EXPECT_THROW(Linear(w.data(), 64, 64, WeightFormat::fp8), std::invalid_argument);
+  EXPECT_STREQ(weight_format_name(WeightFormat::fp8), "fp8");
+}
+
+}  // namespace
+}  // namespace xft::engine
