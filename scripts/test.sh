@@ -21,9 +21,9 @@ asan_build() {
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" "${compiler_cache_flags[@]}" >/dev/null &&
     cmake --build build-asan -j"$jobs"
 }
-# The sanitizer build runs beside the integration tests at the lowest CPU
-# priority (nice 19: it gets the cycles they leave while waiting), into a log;
-# its wall time is a row of its own.
+# The sanitizer build runs beside the ctest stages at the lowest CPU priority
+# (nice 19: it gets the cycles the tests leave while they wait on sshd, mpirun
+# and sockets), into a log; its wall time is a row of its own.
 asan_build_log=build-asan.log
 start_asan_build() {
   set -m  # its own process group, so one kill stops cmake, ninja and the compilers
@@ -42,7 +42,7 @@ finish_asan_build() {
   local rc seconds
   wait "$asan_build_pid" || true
   read -r rc seconds <"$asan_build_log.status"
-  stage_record "asan build (beside integration)" "$seconds"
+  stage_record "asan build (beside the tests)" "$seconds"
   ((rc == 0)) || { tail -n 60 "$asan_build_log"; echo "asan build failed ($asan_build_log)"; }
   return "$rc"
 }
@@ -53,11 +53,11 @@ asan_unit_tests() {
 
 stage install bash scripts/install-deps.sh
 stage build bash scripts/build.sh --all
-stage "ctest unit" unit_tests
 rm -f "$asan_build_log.status"
 start_asan_build
+stage "ctest unit" unit_tests
 stage "ctest integration" integration_tests
-stage "asan build, left after integration" finish_asan_build
+stage "asan build, left after the tests" finish_asan_build
 stage "asan ctest unit" asan_unit_tests
 # Bounded fuzzing of the safetensors header and config.json parsers.
 stage fuzz bash tests/fuzz/run.sh 15
