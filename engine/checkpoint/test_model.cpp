@@ -398,13 +398,12 @@ std::string test_model_config_json(const TestModelSpec& s) {
     c["use_logn_attn"] = false;
     return c.dump(2) + "\n";
   }
-  if (s.arch == Architecture::qwen3_moe) {
-    ordered_json moe = qwen3_moe_config(s);
+  if (s.arch == Architecture::qwen3_moe || s.arch == Architecture::qwen2_moe) {
+    ordered_json moe = s.arch == Architecture::qwen3_moe ? qwen3_moe_config(s) : qwen2_moe_config(s);
     // Qwen3-30B-A3B-Instruct-2507-FP8 adds it after the model's own fields.
     if (!s.quant.empty()) moe["quantization_config"] = quantization_config(s);
     return moe.dump(2) + "\n";
   }
-  if (s.arch == Architecture::qwen2_moe) return qwen2_moe_config(s).dump(2) + "\n";
   bool qwen3 = s.arch == Architecture::qwen3;
   c["architectures"] = {qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"};
   c["model_type"] = qwen3 ? "qwen3" : "qwen2";

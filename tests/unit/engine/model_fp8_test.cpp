@@ -4,14 +4,20 @@
 // model with its weights dequantized here from the published layout
 // (w = e4m3(q) * scale_inv[r / 128][c / 128]) and run in fp32: max |diff| <=
 // 0.05 of the logit standard deviation on the reference's top-8 tokens,
-// top-1 equal where it leads clearly; at 1 and 2 ranks where the blocks allow.
+// top-1 equal where it leads clearly, at 1 and 2 ranks where the blocks allow;
+// token by token through the decode kernels, every logit within 1e-3 std.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
@@ -115,6 +121,36 @@ std::vector<float> prompt_logits(const WeightSource& weights, int tp, int rank, 
   return all;
 }
 
+// Every token through the decode kernels (m = 1): the fp8 kernels and the
+// reference's f32 ones read the same weights and differ only in the order
+// they sum, so every logit must agree to 1e-3 of the logit standard
+// deviation, tight enough to see one block's scale misplaced.
+void expect_decode_equal(const WeightSource& reference, const WeightSource& packed, const std::vector<int32_t>& prompt,
+                         int vocab, const std::string& what) {
+  auto want_model = load(reference, 1, 0, nullptr);
+  auto got_model = load(packed, 1, 0, nullptr);
+  ASSERT_TRUE(want_model.ok() && got_model.ok());
+  auto want_seq = (*want_model)->new_sequence();
+  auto got_seq = (*got_model)->new_sequence();
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    Chunk want_step[] = {{want_seq.get(), std::span<const int32_t>(&prompt[i], 1)}};
+    Chunk got_step[] = {{got_seq.get(), std::span<const int32_t>(&prompt[i], 1)}};
+    auto want = (*want_model)->forward(want_step);
+    auto got = (*got_model)->forward(got_step);
+    ASSERT_TRUE(want.ok() && got.ok());
+    const auto r = (*want_model)->gather_vocab(*want, 1);
+    const auto g = (*got_model)->gather_vocab(*got, 1);
+    double mean = 0, sq = 0, worst = 0;
+    for (int t = 0; t < vocab; ++t) mean += r[t];
+    mean /= vocab;
+    for (int t = 0; t < vocab; ++t) {
+      sq += (r[t] - mean) * (r[t] - mean);
+      worst = std::max(worst, std::fabs(double(g[t]) - r[t]));
+    }
+    EXPECT_LE(worst, 1e-3 * std::sqrt(sq / vocab)) << what << " decode position " << i;
+  }
+}
+
 // Returns how many positions had a clear top-1 (checked equal).
 int expect_close(const std::vector<float>& ref, const std::vector<float>& got, int vocab, const std::string& what) {
   EXPECT_EQ(ref.size(), got.size()) << what;
@@ -165,8 +201,32 @@ TestModelSpec spec_of(const Case& c) {
     spec.head_dim = 128;
     spec.intermediate = 256;
     spec.moe_intermediate = 256;
+    spec.shared_intermediate = 256;
   }
   return spec;
+}
+
+// The test rule gives every 128x128 block the same max|w|, hence the same
+// scale: rewritten in place (same bytes, same header) to differ per block,
+// so that a scale read for the wrong block, or the wrong rank's blocks,
+// changes the logits.
+void vary_block_scales(const std::string& dir) {
+  const std::string path = dir + "/model.safetensors";
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, file.data(), 8);
+  const auto header = nlohmann::json::parse(std::string(file.data() + 8, header_bytes));
+  for (const auto& [name, tensor] : header.items()) {
+    if (name.size() < 17 || name.compare(name.size() - 17, 17, ".weight_scale_inv") != 0) continue;
+    const int64_t cols = tensor["shape"][1];
+    float* scale = reinterpret_cast<float*>(file.data() + 8 + header_bytes + tensor["data_offsets"][0].get<uint64_t>());
+    const int64_t count = tensor["shape"][0].get<int64_t>() * cols;
+    for (int64_t i = 0; i < count; ++i) scale[i] *= 1.0f + 0.3f * float((3 * (i / cols) + i % cols) % 4);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(file.data(), std::streamsize(file.size()));
 }
 
 std::string temp_dir(const std::string& name) {
@@ -181,6 +241,7 @@ TEST_P(Fp8Checkpoint, LogitsMatchTheDequantizedModelInFp32) {
   const std::string dir = temp_dir(c.name);
   auto written = write_test_model(dir, spec, WriteOptions{"", true});
   ASSERT_TRUE(written.ok()) << written.error().message;
+  vary_block_scales(dir);
   auto packed = open_checkpoint(dir);
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   const Dequantized reference(**packed);
@@ -191,6 +252,7 @@ TEST_P(Fp8Checkpoint, LogitsMatchTheDequantizedModelInFp32) {
   ASSERT_FALSE(want.empty());
   const int clear = expect_close(want, got, spec.vocab, std::string(c.name) + " 1 rank");
   EXPECT_GE(clear, 3) << "too few positions with a clear top-1 to check";
+  expect_decode_equal(reference, **packed, prompt, spec.vocab, c.name);
 
   if (c.ranks >= 2) {
     std::vector<std::vector<float>> ranks(2);
@@ -208,7 +270,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"qwen3_partial_blocks", Architecture::qwen3, false, 1},
                       Case{"qwen3_wide", Architecture::qwen3, true, 2},
                       Case{"qwen3_moe_partial_blocks", Architecture::qwen3_moe, false, 1},
-                      Case{"qwen3_moe_wide", Architecture::qwen3_moe, true, 2}),
+                      Case{"qwen3_moe_wide", Architecture::qwen3_moe, true, 2},
+                      // No published Qwen2-MoE FP8 checkpoint, but the same layout covers its shared expert.
+                      Case{"qwen2_moe_shared_expert", Architecture::qwen2_moe, true, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized) {
@@ -232,6 +296,14 @@ TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized
   EXPECT_FALSE(w.has("model.layers.0.mlp.gate.weight_scale_inv"));
   EXPECT_EQ(w.meta("model.embed_tokens.weight")->dtype, DType::bf16);
   std::error_code ec;
+  fs::remove_all(dir, ec);
+  // Qwen2-MoE: the shared expert is quantized, its gate is not.
+  spec = spec_of(Case{"layout", Architecture::qwen2_moe, false, 1});
+  ASSERT_TRUE(write_test_model(dir, spec, WriteOptions{"", true}).ok());
+  auto qwen2 = open_checkpoint(dir);
+  ASSERT_TRUE(qwen2.ok()) << qwen2.error().message;
+  EXPECT_EQ((*qwen2)->meta("model.layers.1.mlp.shared_expert.up_proj.weight")->dtype, DType::f8_e4m3);
+  EXPECT_EQ((*qwen2)->meta("model.layers.1.mlp.shared_expert_gate.weight")->dtype, DType::bf16);
   fs::remove_all(dir, ec);
 }
 
