@@ -78,6 +78,17 @@ void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
 }
 
+const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+  buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(float));
+  for (int r = 0; r < m; ++r) {
+    const float* src = x + static_cast<size_t>(r) * w.in;
+    float* dst = buffer.as<float>() + static_cast<size_t>(r) * w.ld;
+    for (int c = 0; c < w.in; ++c) dst[c] = src[c] * kFp8XScale;
+    std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
+  }
+  return buffer.as<void>();
+}
+
 void fp8_dequantize_row(const PackedWeight& w, int r, float* dst) {
   const uint8_t* q = w.row<uint8_t>(r);
   const float* scale = fp8_row_scales(w, r);

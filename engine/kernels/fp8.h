@@ -24,6 +24,16 @@ namespace xft::engine {
 
 constexpr float kE4m3Max = 448.0f;
 
+// The decode kernels read x staged times kFp8XScale (stage_x_fp8). The SIMD
+// kernels place an e4m3 byte's bits in an f32 without rebiasing its
+// exponent, which is its value times 2^-120: no multiply per weight (the
+// FMA pipes are the limit), and with x scaled up every product stays a
+// normal float; the block scale carries the powers of two back, so the sums
+// are those of the plain values. Activations stay far below 2^64.
+constexpr float kFp8XScale = 0x1p64f;
+constexpr float kFp8SimdScaleBack = 0x1p56f;   // 2^120 / 2^64
+constexpr float kFp8TableScaleBack = 0x1p-64f; // the scalar kernel's table holds the values themselves
+
 // The 256 e4m3 values as float (NaN for 0x7F and 0xFF).
 const float* e4m3_table();
 inline float e4m3_to_float(uint8_t bits) { return e4m3_table()[bits]; }
@@ -41,6 +51,9 @@ inline const float* fp8_row_scales(const PackedWeight& w, int r) {
 // block_cols. Throws std::invalid_argument on inconsistent blocks (the
 // loaders check first and report a line).
 void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks);
+
+// m rows of w.in floats times kFp8XScale into ld-float rows (padding 0).
+const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
 
 // Row r dequantized: ld floats, padding 0.
 void fp8_dequantize_row(const PackedWeight& w, int r, float* dst);

@@ -1,5 +1,5 @@
 // AVX2 fp8 decode: e4m3 widened to float in registers by bit manipulation
-// (no table, no gather), x float. One weight row at a time for all M inputs,
+// (no table, no gather, no multiply), x float staged times kFp8XScale. One weight row at a time for all M inputs,
 // two 8-wide accumulators per input within a column block, the block's sum
 // times its scale into the input's total: the same order for every M.
 #include <immintrin.h>
@@ -11,15 +11,16 @@
 namespace xft::engine {
 namespace {
 
-// Eight e4m3 bytes as float: the byte sign-extended to 32 bits and shifted
-// left by 20 puts its sign at bit 31 and its exponent and mantissa at bits
-// 23..26 and 20..22, an f32 whose value is the e4m3 value · 2^-120 (e4m3
-// subnormals land on f32 subnormals, exactly); the multiply by 2^120 is
-// exact. 0x7F/0xFF (NaN in e4m3) come out as ±480: checkpoints hold none.
+// Eight e4m3 bytes as float times 2^-120: the byte sign-extended to 32 bits
+// and shifted left by 20 puts its sign at bit 31 and its exponent and
+// mantissa at bits 23..26 and 20..22 (e4m3 subnormals land on f32
+// subnormals, exactly; real weights almost never hold one). The 2^120 comes
+// back with the block scale (fp8.h). 0x7F/0xFF (NaN in e4m3) read as ±480:
+// checkpoints hold none.
 XFT_AVX2 inline __m256 e4m3x8(const uint8_t* q) {
-  __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
-  v = _mm256_and_si256(_mm256_slli_epi32(v, 20), _mm256_set1_epi32(static_cast<int>(0x87F00000u)));
-  return _mm256_mul_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(0x1p120f));
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
+  return _mm256_castsi256_ps(
+      _mm256_and_si256(_mm256_slli_epi32(v, 20), _mm256_set1_epi32(static_cast<int>(0x87F00000u))));
 }
 
 XFT_AVX2 inline float hsum(__m256 v) {
@@ -49,7 +50,7 @@ XFT_AVX2 void row_kernel(const PackedWeight& w, const float* x, float* y, int r)
         a1[j] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xj + 8), a1[j]);
       }
     }
-    const __m256 s = _mm256_set1_ps(scale[b]);
+    const __m256 s = _mm256_set1_ps(scale[b] * kFp8SimdScaleBack);
     for (int j = 0; j < M; ++j) total[j] = _mm256_fmadd_ps(_mm256_add_ps(a0[j], a1[j]), s, total[j]);
   }
   const float bias = w.bias.empty() ? 0.0f : w.bias[r];

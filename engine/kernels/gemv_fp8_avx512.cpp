@@ -13,10 +13,11 @@
 namespace xft::engine {
 namespace {
 
+// Sixteen e4m3 bytes as float times 2^-120 (see e4m3x8 in gemv_fp8_avx2.cpp).
 XFT_AVX512 inline __m512 e4m3x16(const uint8_t* q) {
-  __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-  v = _mm512_and_si512(_mm512_slli_epi32(v, 20), _mm512_set1_epi32(static_cast<int>(0x87F00000u)));
-  return _mm512_mul_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(0x1p120f));
+  const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_slli_epi32(v, 20), _mm512_set1_epi32(static_cast<int>(0x87F00000u))));
 }
 
 template <int M>
@@ -40,7 +41,7 @@ XFT_AVX512 void row_kernel(const PackedWeight& w, const float* x, float* y, int 
         }
       }
     }
-    const __m512 s = _mm512_set1_ps(scale[b]);
+    const __m512 s = _mm512_set1_ps(scale[b] * kFp8SimdScaleBack);
     for (int j = 0; j < M; ++j) {
       const __m512 block = _mm512_add_ps(_mm512_add_ps(a[0][j], a[1][j]), _mm512_add_ps(a[2][j], a[3][j]));
       total[j] = _mm512_fmadd_ps(block, s, total[j]);

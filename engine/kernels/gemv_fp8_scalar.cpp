@@ -1,5 +1,6 @@
-// Portable fp8 decode kernel (e4m3 through the 256-entry table): the path on
-// CPUs without AVX2 and the plain form of what the SIMD kernels compute.
+// Portable fp8 decode kernel (e4m3 through the 256-entry table, x staged
+// times kFp8XScale): the path on CPUs without AVX2 and the plain form of what
+// the SIMD kernels compute.
 #include "engine/kernels/fp8.h"
 
 namespace xft::engine {
@@ -19,7 +20,7 @@ void gemv_fp8_scalar(const PackedWeight& w, const void* x, int m, float* y, int 
         const int end = begin + w.fp8_block_cols < w.ld ? begin + w.fp8_block_cols : w.ld;
         float block = 0.0f;
         for (int c = begin; c < end; ++c) block += table[q[c]] * xi[c];
-        total += block * scale[b];
+        total += block * (scale[b] * kFp8TableScaleBack);
       }
       y[static_cast<size_t>(i) * w.out + r] = total + bias;
     }

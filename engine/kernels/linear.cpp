@@ -170,6 +170,7 @@ AlignedBuffer& x_scratch() {
 const void* stage_x(const PackedWeight& w, const float* x, int m) {
   AlignedBuffer& buffer = x_scratch();
   if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
+  if (w.format == WeightFormat::fp8) return stage_x_fp8(w, x, m, buffer);
   if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
   // Float rows already a multiple of kRowAlign long (every Qwen width) are
   // the staged layout as they are: no copy of a whole prompt.

@@ -118,7 +118,8 @@ void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
-// fp8 (e4m3 weights, block scales; x float): per row and input, each column
+// fp8 (e4m3 weights, block scales; x float staged by stage_x_fp8, fp8.h):
+// per row and input, each column
 // block summed on its own, then times its scale into the row total, in the
 // same order whatever m is.
 void gemv_fp8_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
