@@ -7,15 +7,16 @@
 
 #include "engine/checkpoint/config.h"
 #include "engine/checkpoint/layout.h"
+#include "engine/model/partition.h"
 
 namespace xft::engine {
 namespace {
 
-std::string qwen3_moe_config(const nlohmann::json& quant) {
+std::string qwen3_moe_config(const nlohmann::json& quant, int expert_width = 256) {
   nlohmann::json c = {{"architectures", {"Qwen3MoeForCausalLM"}}, {"hidden_size", 256}, {"num_hidden_layers", 1},
                       {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 128},
                       {"intermediate_size", 256}, {"vocab_size", 256}, {"num_experts", 4},
-                      {"num_experts_per_tok", 2}, {"moe_intermediate_size", 256}, {"norm_topk_prob", true}};
+                      {"num_experts_per_tok", 2}, {"moe_intermediate_size", expert_width}, {"norm_topk_prob", true}};
   c["quantization_config"] = quant;
   return c.dump();
 }
@@ -67,6 +68,24 @@ TEST(CheckpointFp8, UnsupportedVariantsAreRefusedNamingTheField) {
     ASSERT_FALSE(config.ok()) << quant.dump();
     EXPECT_EQ(config.error().message, message);
   }
+}
+
+TEST(CheckpointFp8, TensorParallelismSplitsOnBlockBoundsOnly) {
+  auto config = parse_config(qwen3_moe_config(kQwenFp8), "config.json");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto rank1 = partition_model(*config, 2, 1);
+  ASSERT_TRUE(rank1.ok()) << rank1.error().message;
+  EXPECT_EQ(rank1->attention.q_heads, (Range{1, 2}));
+  EXPECT_EQ(rank1->mlp, (Range{128, 256}));
+  EXPECT_EQ(rank1->expert, (Range{128, 256}));
+  // Experts one block wide: a second rank would cut it.
+  auto narrow = parse_config(qwen3_moe_config(kQwenFp8, 128), "config.json");
+  ASSERT_TRUE(narrow.ok()) << narrow.error().message;
+  auto refused = partition_model(*narrow, 2, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "tensor parallel size 2 cannot split the experts without cutting an FP8 weight block: rank 1 would get no "
+            "group of an expert's 128 rows (moe_intermediate_size) in groups of 128 (rank counts that work: 1)");
 }
 
 }  // namespace
