@@ -59,7 +59,7 @@ verdicts() { jq -r '.checks[] | [(.host // .pair), .check, .verdict] | join("|")
 
 # h02 gets EFA's libfabric: a copy of this machine's libfabric.so.1 under a
 # tmpfs over its /opt, seen by its mount namespace (its SSH sessions) alone.
-system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" { print $NF; exit }')
+system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" && !found { print $NF; found = 1 }')
 [[ -f $system_libfabric ]] || fail "no libfabric.so.1 in the loader's cache: $(ldconfig -p | grep fabric)"
 version=$(fi_info --version | sed -n 's/^libfabric: //p')
 efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1

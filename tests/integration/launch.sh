@@ -325,7 +325,7 @@ expect_eq "spaced: the agent's directory is gone after the launch" "" "$(ls -A "
 # Last, since h02's facts change: a copy of this machine's libfabric.so.1 under
 # a tmpfs over h02's /opt, seen by its mount namespace (its SSH sessions and
 # ranks) alone.
-system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" { print $NF; exit }')
+system_libfabric=$(ldconfig -p | awk '$1 == "libfabric.so.1" && !found { print $NF; found = 1 }')
 [[ -f $system_libfabric ]] || fail "no libfabric.so.1 in the loader's cache: $(ldconfig -p | grep fabric)"
 efa_libfabric=/opt/amazon/efa/lib64/libfabric.so.1
 bash "$CLUSTER" run "$work/cluster" h02 sh -c \

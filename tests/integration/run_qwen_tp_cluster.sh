@@ -34,7 +34,7 @@ step "a rank killed mid-generation ends the run everywhere, named"
 rank_pid() {
   local pid
   for pid in $(pgrep -f "$shared/xftctl .*--rank-worker" || true); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$pid"; return 0; }
+    grep -qx "OMPI_COMM_WORLD_RANK=$1" < <(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) && { echo "$pid"; return 0; }
   done
   return 1
 }
