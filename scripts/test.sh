@@ -12,8 +12,8 @@ jobs=$(nproc)
 # so every step inside one is chained with &&.
 unit_tests() { (cd build && ctest -L unit --output-on-failure -j"$jobs"); }
 # Integration tests mostly wait on sshd, mpirun and sockets, and each runs its
-# own test hosts (own names and subnet), so twice as many run side by side.
-integration_tests() { (cd build && ctest -L integration --output-on-failure -j$((2 * jobs))); }
+# own test hosts (own names and subnet), so one more than the cores run side by side.
+integration_tests() { (cd build && ctest -L integration --output-on-failure -j$((jobs + 1))); }
 # Sanitizer build of the libraries and unit tests: -O1 (ASan's advice: the
 # tests run several times faster than at -O0) with line tables only.
 asan_build() {

@@ -20,7 +20,7 @@ streamed answer to end, saves a screenshot and prints one JSON line:
 {"assistant_text", "observed_lengths", "mutation_lengths", "status", "page_errors"}.
 observed_lengths: the distinct, increasing lengths of the answer bubble's text
 sampled every 50 ms before the answer ended (two or more: it streamed);
-mutation_lengths: the same taken in the page at every change of the bubble.
+mutation_lengths: the same taken in the page at every assignment to the bubble's text.
 
 chat-stop sends MESSAGE, clicks Stop as soon as the answer shows, and prints
 {"stopped_class", "text_length", "seconds_to_idle", "generated_tokens",
@@ -276,13 +276,23 @@ class Browser:
             f.write(data)
 
 
-# Records the last answer bubble's text length at every change of #messages.
+# Records the answer bubble's text length at every assignment the page makes to
+# an unfinished assistant bubble's textContent. A MutationObserver would batch
+# the changes of one task: when the whole stream arrives in one network read (a
+# loaded machine), the page's per-token updates fall in one task and it would
+# see only the final length.
 WATCH_JS = """(() => {
   window.__xftLengths = [];
-  new MutationObserver(() => {
-    const b = [...document.querySelectorAll('#messages .msg.assistant')].pop();
-    if (b && !b.dataset.done) window.__xftLengths.push(b.textContent.length);
-  }).observe(document.querySelector('#messages'), {subtree: true, childList: true, characterData: true});
+  const own = Object.getOwnPropertyDescriptor(Node.prototype, 'textContent');
+  Object.defineProperty(Node.prototype, 'textContent', {
+    configurable: true, enumerable: own.enumerable,
+    get() { return own.get.call(this); },
+    set(value) {
+      own.set.call(this, value);
+      if (this.classList && this.classList.contains('msg') && this.classList.contains('assistant') && !this.dataset.done)
+        window.__xftLengths.push(own.get.call(this).length);
+    }
+  });
   return true;
 })()"""
 

@@ -73,8 +73,8 @@ sys.excepthook = lambda kind, error, tb: print(f"{kind.__name__}: {error}\ncdp.p
 with open(shot, "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n", "the screenshot is not a PNG"
 assert os.path.getsize(shot) > 10000, f"the screenshot is only {os.path.getsize(shot)} bytes"
-# Growth as recorded inside the page at every change of the answer bubble (a
-# MutationObserver the test injects); sampling from outside every 50 ms can
+# Growth as recorded inside the page at every assignment to the answer bubble (a
+# textContent hook the test injects); sampling from outside every 50 ms can
 # miss a fast answer entirely, so observed_lengths is only reported.
 lengths = result["mutation_lengths"]
 assert len(lengths) >= 2 and lengths == sorted(set(lengths)), f"the answer was not seen growing: {lengths}"
