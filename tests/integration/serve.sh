@@ -45,6 +45,7 @@ start_server() {
   local log=$1; shift
   local listen  # ${LISTEN} (flags, split at spaces, never globbed: [::1]) or --serve ${ADDR}:0
   read -ra listen <<<"${LISTEN:---serve ${ADDR:-127.0.0.1}:0}"
+  : >"$log"  # the background job opens it later; sed below must find it even if that job has not run yet
   "$XFTCTL" run qwen --model "$tmp/m" "${listen[@]}" "$@" 2>"$log" &
   SERVER_PID=$!
   pids+=("$SERVER_PID")

@@ -20,6 +20,7 @@ second="$first Question two: and at night?"
 "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --greedy --repetition-penalty 1 --max-new-tokens 12 --raw --prompt "$second" \
   >"$tmp/ref.txt" 2>/dev/null
 
+: >"$tmp/server.log"  # the background job opens it later; sed below must find it even if that job has not run yet
 "$XFTCTL" run qwen --model "$tmp/m" --threads 2 --serve 127.0.0.1:0 2>"$tmp/server.log" &
 server=$!
 port=""
