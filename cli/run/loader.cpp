@@ -27,6 +27,7 @@ WeightFormat weight_format(const std::string& text) {
   if (text == "fp16") return WeightFormat::f16;
   if (text == "int8") return WeightFormat::int8;
   if (text == "int4") return WeightFormat::int4;
+  if (text == "fp8") return WeightFormat::fp8;
   return WeightFormat::bf16;
 }
 

@@ -15,8 +15,8 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
       ->check(CLI::PositiveNumber);
   qwen->add_option("--tokenizer", o.tokenizer_dir,
                    "directory with tokenizer.json or qwen.tiktoken (default: the model's)");
-  qwen->add_option("--dtype", o.dtype, "weight format")
-      ->check(CLI::IsMember({"bf16", "fp16", "int8", "int4", "fp32"}))
+  qwen->add_option("--dtype", o.dtype, "weight format (fp8: the projections in e4m3 blocks of 128x128, head bf16)")
+      ->check(CLI::IsMember({"bf16", "fp16", "int8", "int4", "fp8", "fp32"}))
       ->capture_default_str();
   qwen->add_option("--kv-dtype", o.kv_dtype, "KV cache format")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))

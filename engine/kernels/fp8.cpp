@@ -1,5 +1,8 @@
 #include "engine/kernels/fp8.h"
 
+#include "engine/kernels/ops.h"
+
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -50,6 +53,33 @@ uint8_t float_to_e4m3(float value) {
   return sign | static_cast<uint8_t>(code);
 }
 
+Fp8Quantized quantize_fp8(const float* w, int rows, int in, int block) {
+  Fp8Quantized out;
+  out.block = block;
+  const int row_blocks = (rows + block - 1) / block, col_blocks = (in + block - 1) / block;
+  out.q.resize(static_cast<size_t>(rows) * in);
+  out.scale.resize(static_cast<size_t>(row_blocks) * col_blocks);
+  for (int rb = 0; rb < row_blocks; ++rb) {
+    const int r_end = std::min(rows, (rb + 1) * block);
+    for (int cb = 0; cb < col_blocks; ++cb) {
+      const int c_end = std::min(in, (cb + 1) * block);
+      float amax = 0.0f;
+      for (int r = rb * block; r < r_end; ++r) {
+        for (int c = cb * block; c < c_end; ++c) amax = std::max(amax, std::fabs(w[static_cast<size_t>(r) * in + c]));
+      }
+      const float scale = amax > 0.0f ? amax / kE4m3Max : 1.0f;
+      out.scale[static_cast<size_t>(rb) * col_blocks + cb] = scale;
+      for (int r = rb * block; r < r_end; ++r) {
+        for (int c = cb * block; c < c_end; ++c) {
+          const size_t i = static_cast<size_t>(r) * in + c;
+          out.q[i] = float_to_e4m3(w[i] / scale);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   const int block_cols = blocks.front().fp8->block_cols;
   if (block_cols <= 0 || block_cols % kRowAlign != 0) {
@@ -78,7 +108,28 @@ void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
 }
 
+namespace {
+
+const void* stage_x_fp8_bf16(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+  buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(uint16_t));
+  for (int r = 0; r < m; ++r) {
+    const float* src = x + static_cast<size_t>(r) * w.in;
+    uint16_t* dst = buffer.as<uint16_t>() + static_cast<size_t>(r) * w.ld;
+    for (int chunk = 0; chunk < w.ld; chunk += kRowAlign) {
+      for (int i = 0; i < kRowAlign; ++i) {
+        const int c = chunk + i;
+        const int lane = (i % 2) * (kRowAlign / 2) + i / 2;
+        dst[chunk + lane] = c < w.in ? f32_to_bf16(src[c] * kFp8XScale) : 0;
+      }
+    }
+  }
+  return buffer.as<void>();
+}
+
+}  // namespace
+
 const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+  if (w.use_bf16_dot) return stage_x_fp8_bf16(w, x, m, buffer);
   buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(float));
   for (int r = 0; r < m; ++r) {
     const float* src = x + static_cast<size_t>(r) * w.in;

@@ -33,6 +33,7 @@ constexpr float kE4m3Max = 448.0f;
 constexpr float kFp8XScale = 0x1p64f;
 constexpr float kFp8SimdScaleBack = 0x1p56f;   // 2^120 / 2^64
 constexpr float kFp8TableScaleBack = 0x1p-64f; // the scalar kernel's table holds the values themselves
+constexpr float kFp8Bf16ScaleBack = 0x1p40f;   // bf16 weights times 2^-104: 2^104 / 2^64
 
 // The 256 e4m3 values as float (NaN for 0x7F and 0xFF).
 const float* e4m3_table();
@@ -52,7 +53,26 @@ inline const float* fp8_row_scales(const PackedWeight& w, int r) {
 // loaders check first and report a line).
 void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks);
 
-// m rows of w.in floats times kFp8XScale into ld-float rows (padding 0).
+// Blocks of --dtype fp8 quantized at load (an unquantized checkpoint):
+// kFp8LoadBlock x kFp8LoadBlock, as Qwen's FP8 checkpoints block them.
+constexpr int kFp8LoadBlock = 128;
+
+// Owning form of an Fp8Rows view.
+struct Fp8Quantized {
+  std::vector<uint8_t> q;
+  std::vector<float> scale;
+  int block = 0;
+  Fp8Rows view() const { return Fp8Rows{q.data(), scale.data(), block, block}; }
+};
+
+// rows x in floats as e4m3 with one scale per block x block block: the
+// block's largest magnitude maps to 448 (an all-zero block gets scale 1),
+// each weight rounded to nearest even, as FP8 checkpoints are made.
+Fp8Quantized quantize_fp8(const float* w, int rows, int in, int block);
+
+// m rows of w.in floats times kFp8XScale into ld-float rows (padding 0);
+// with w.use_bf16_dot, ld-bf16 rows with each 64-input chunk laid out as its
+// 32 even inputs then its 32 odd ones (gemv_fp8_avx512bf16.cpp).
 const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
 
 // Row r dequantized: ld floats, padding 0.

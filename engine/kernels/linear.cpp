@@ -82,6 +82,24 @@ void pack_int4_quantizing(PackedWeight& w, const std::vector<LinearBlock>& block
   pack_int4(w, int4_blocks);
 }
 
+// fp8 from float/bf16 blocks (--dtype fp8): each block quantized at load in
+// kFp8LoadBlock squares, its own row blocking kept like a checkpoint's.
+void pack_fp8_quantizing(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
+  std::vector<Fp8Quantized> quantized;
+  quantized.reserve(blocks.size());
+  std::vector<Fp8Rows> views(blocks.size());
+  std::vector<LinearBlock> fp8_blocks(blocks);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const SourceRows src{blocks[b].weight_f32, blocks[b].weight_bf16, w.in};
+    std::vector<float> rows(static_cast<size_t>(blocks[b].rows) * w.in);
+    for (int i = 0; i < blocks[b].rows; ++i) src.read_row(i, rows.data() + static_cast<size_t>(i) * w.in);
+    quantized.push_back(quantize_fp8(rows.data(), blocks[b].rows, w.in, kFp8LoadBlock));
+    views[b] = quantized.back().view();
+    fp8_blocks[b].fp8 = &views[b];
+  }
+  pack_fp8(w, fp8_blocks);
+}
+
 std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int in,
                                    WeightFormat format) {
   int out = 0;
@@ -100,14 +118,14 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
   if (int4_blocks != 0 && (format != WeightFormat::int4 || int4_blocks != static_cast<int>(blocks.size()))) {
     throw std::invalid_argument("Linear: int4 blocks need format int4 and cannot mix with float blocks");
   }
-  if ((fp8_blocks != 0 || format == WeightFormat::fp8) &&
-      (format != WeightFormat::fp8 || fp8_blocks != static_cast<int>(blocks.size()))) {
-    throw std::invalid_argument("Linear: format fp8 takes fp8 blocks only (from FP8 checkpoints)");
+  if (fp8_blocks != 0 && (format != WeightFormat::fp8 || fp8_blocks != static_cast<int>(blocks.size()))) {
+    throw std::invalid_argument("Linear: fp8 blocks need format fp8 and cannot mix with float blocks");
   }
   auto w = std::make_unique<PackedWeight>();
   w->format = format;
   w->isa = active_isa();
-  w->use_bf16_dot = (format == WeightFormat::bf16 || format == WeightFormat::int4) && use_avx512_bf16();
+  w->use_bf16_dot =
+      (format == WeightFormat::bf16 || format == WeightFormat::int4 || format == WeightFormat::fp8) && use_avx512_bf16();
   w->use_int8_dot = format == WeightFormat::int8 && use_avx512_vnni();
   w->out = out;
   w->in = in;
@@ -117,7 +135,8 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
     if (int4_blocks) pack_int4(*w, blocks);
     else pack_int4_quantizing(*w, blocks);
   } else if (format == WeightFormat::fp8) {
-    pack_fp8(*w, blocks);
+    if (fp8_blocks) pack_fp8(*w, blocks);
+    else pack_fp8_quantizing(*w, blocks);
   } else {
     w->ld = padded(in);
     w->data.resize(static_cast<size_t>(out) * w->ld * w->element_bytes());
@@ -144,6 +163,7 @@ GemvKernel pick_gemv(const PackedWeight& w) {
     return w.isa >= Isa::avx2 ? gemv_int4_avx2 : gemv_int4_scalar;
   }
   if (w.format == WeightFormat::fp8) {
+    if (w.use_bf16_dot) return gemv_fp8_avx512bf16;
     if (w.isa >= Isa::avx512) return gemv_fp8_avx512;
     return w.isa >= Isa::avx2 ? gemv_fp8_avx2 : gemv_fp8_scalar;
   }
@@ -279,6 +299,7 @@ bool parse_weight_format(const std::string& text, WeightFormat* format) {
   else if (text == "f16") *format = WeightFormat::f16;
   else if (text == "int8") *format = WeightFormat::int8;
   else if (text == "int4") *format = WeightFormat::int4;
+  else if (text == "fp8") *format = WeightFormat::fp8;
   else return false;
   return true;
 }

@@ -77,8 +77,8 @@ namespace xft::engine {
 enum class WeightFormat { f32, bf16, f16, int8, int4, fp8 };
 
 const char* weight_format_name(WeightFormat format);
-// "f32" | "bf16" | "f16" | "int8" | "int4"; false when the text is none of
-// them. fp8 is named "fp8" but not parsed: it only comes from FP8 checkpoints.
+// "f32" | "bf16" | "f16" | "int8" | "int4" | "fp8"; false when the text is none of
+// them. fp8 from float blocks is quantized at load (fp8.h).
 bool parse_weight_format(const std::string& text, WeightFormat* format);
 
 // Rows already quantized to 4 bits, in the plain form every checkpoint layout

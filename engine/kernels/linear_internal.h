@@ -125,6 +125,7 @@ void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int
 void gemv_fp8_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_fp8_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_fp8_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+void gemv_fp8_avx512bf16(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // Prefill: returns false when oneDNN cannot run this shape (caller falls back).
 // Uses bf16 matmul when onednn_bf16_matmul_available() (declared in linear.h),

@@ -342,7 +342,8 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   const std::string head_name = c.tie_embeddings ? names.embed : names.lm_head;
   auto head = read_matrix(weights, head_name, slice_of(partition_.vocab), {});
   if (!head) return head.error();
-  lm_head_ = Linear({head->block()}, c.hidden, options_.dtype);
+  // --dtype fp8 applies to the projections, as FP8 checkpoints quantize them; the head stays bf16.
+  lm_head_ = Linear({head->block()}, c.hidden, options_.dtype == WeightFormat::fp8 ? WeightFormat::bf16 : options_.dtype);
   return {};
 }
 

@@ -62,14 +62,21 @@ struct Fp8Block {
   Fp8Rows view;
 };
 
-Fp8Block random_block(int rows, int in, int block_rows, int block_cols, std::mt19937& rng) {
+// Random codes, NaN excluded (checkpoints hold none). Real weights are rarely
+// e4m3 subnormals (exponent 0); rare_subnormals keeps about one in 1600, so
+// most 64-byte chunks have none and the SIMD kernels' plain path runs too.
+Fp8Block random_block(int rows, int in, int block_rows, int block_cols, bool rare_subnormals, std::mt19937& rng) {
   Fp8Block b;
   b.rows = rows;
   b.block_rows = block_rows;
   std::uniform_int_distribution<int> byte(0, 255);
   b.q.resize(size_t(rows) * in);
+  std::uniform_int_distribution<int> one_in_100(0, 99);
+  const auto unwanted = [&](uint8_t v) {
+    return is_nan_code(v) || (rare_subnormals && ((v >> 3) & 15) == 0 && one_in_100(rng) != 0);
+  };
   for (auto& v : b.q) {
-    do v = uint8_t(byte(rng)); while (is_nan_code(v));  // checkpoints hold no NaN
+    do v = uint8_t(byte(rng)); while (unwanted(v));
   }
   std::uniform_real_distribution<float> scale(1e-4f, 2e-3f), bias(-1.0f, 1.0f);
   b.scale.resize(size_t((rows + block_rows - 1) / block_rows) * ((in + block_cols - 1) / block_cols));
@@ -110,82 +117,149 @@ TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows)
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
     ThreadPool pool(2);
-    for (const Shape& s : shapes) {
-      std::vector<Fp8Block> blocks;
-      std::vector<LinearBlock> views;
-      for (int rows : s.rows) blocks.push_back(random_block(rows, s.in, s.block_rows, s.block_cols, rng));
-      for (const Fp8Block& b : blocks) {
-        LinearBlock view;
-        view.fp8 = &b.view;
-        view.rows = b.rows;
-        view.bias = b.bias.data();
-        views.push_back(view);
-      }
-      const Linear linear(views, s.in, WeightFormat::fp8);
-      ASSERT_EQ(linear.isa(), isa);
-      ASSERT_EQ(linear.kernel_name(), std::string("fp8/") + isa_name(isa));
-      const int out = linear.out();
-      const std::vector<double> w = reference_weight(blocks, s.in, s.block_cols);
-      std::vector<double> bias;
-      for (const Fp8Block& b : blocks) bias.insert(bias.end(), b.bias.begin(), b.bias.end());
-      // Weight bytes: one per (padded) weight plus the block scales.
-      size_t scales = 0;
-      for (const Fp8Block& b : blocks) scales += b.scale.size();
-      EXPECT_EQ(linear.weight_bytes(), size_t(out) * ((s.in + 63) / 64 * 64) + scales * sizeof(float));
+    for (const bool rare_subnormals : {false, true}) {
+      for (const Shape& s : shapes) {
+        std::vector<Fp8Block> blocks;
+        std::vector<LinearBlock> views;
+        for (int rows : s.rows) blocks.push_back(random_block(rows, s.in, s.block_rows, s.block_cols, rare_subnormals, rng));
+        for (const Fp8Block& b : blocks) {
+          LinearBlock view;
+          view.fp8 = &b.view;
+          view.rows = b.rows;
+          view.bias = b.bias.data();
+          views.push_back(view);
+        }
+        const Linear linear(views, s.in, WeightFormat::fp8);
+        ASSERT_EQ(linear.isa(), isa);
+        // With vdpbf16ps, decode rounds x to bf16 once (as the bf16 and int4 kernels do).
+        const bool bf16_x = use_avx512_bf16();
+        ASSERT_EQ(linear.kernel_name(), std::string("fp8/") + isa_name(isa) + (bf16_x ? "-bf16" : ""));
+        const double decode_rounding = bf16_x ? std::ldexp(1.0, -8) : 0.0;
+        const int out = linear.out();
+        const std::vector<double> w = reference_weight(blocks, s.in, s.block_cols);
+        std::vector<double> bias;
+        for (const Fp8Block& b : blocks) bias.insert(bias.end(), b.bias.begin(), b.bias.end());
+        // Weight bytes: one per (padded) weight plus the block scales.
+        size_t scales = 0;
+        for (const Fp8Block& b : blocks) scales += b.scale.size();
+        EXPECT_EQ(linear.weight_bytes(), size_t(out) * ((s.in + 63) / 64 * 64) + scales * sizeof(float));
 
-      std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
-      for (int m : {1, 2, 3, 4, 7}) {
-        std::vector<float> x(size_t(m) * s.in);
-        for (auto& v : x) v = xd(rng);
-        std::vector<float> y(size_t(m) * out, std::nanf(""));
-        linear.forward_gemv(x.data(), m, y.data(), pool);
-        for (int i = 0; i < m; ++i) {
-          std::vector<float> alone(out);
-          linear.forward_gemv(x.data() + size_t(i) * s.in, 1, alone.data(), pool);
-          for (int r = 0; r < out; ++r) {
-            double ref = bias[r], magnitude = std::fabs(bias[r]);
-            for (int c = 0; c < s.in; ++c) {
-              const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
-              ref += p;
-              magnitude += std::fabs(p);
+        std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+        for (int m : {1, 2, 3, 4, 7}) {
+          std::vector<float> x(size_t(m) * s.in);
+          for (auto& v : x) v = xd(rng);
+          std::vector<float> y(size_t(m) * out, std::nanf(""));
+          linear.forward_gemv(x.data(), m, y.data(), pool);
+          for (int i = 0; i < m; ++i) {
+            std::vector<float> alone(out);
+            linear.forward_gemv(x.data() + size_t(i) * s.in, 1, alone.data(), pool);
+            for (int r = 0; r < out; ++r) {
+              double ref = bias[r], magnitude = std::fabs(bias[r]);
+              for (int c = 0; c < s.in; ++c) {
+                const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
+                ref += p;
+                magnitude += std::fabs(p);
+              }
+              const float got = y[size_t(i) * out + r];
+              ASSERT_NEAR(got, ref, (decode_rounding + 2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
+                  << "isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " input " << i << " row " << r;
+              ASSERT_EQ(std::memcmp(&got, &alone[r], sizeof(float)), 0)
+                  << "batch changed a row: isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " row " << r;
             }
-            const float got = y[size_t(i) * out + r];
-            ASSERT_NEAR(got, ref, (2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
-                << "isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " input " << i << " row " << r;
-            ASSERT_EQ(std::memcmp(&got, &alone[r], sizeof(float)), 0)
-                << "batch changed a row: isa=" << isa_name(isa) << " in=" << s.in << " m=" << m << " row " << r;
+          }
+          // Prefill (oneDNN on dequantized tiles, bf16 where it has bf16 matmul).
+          std::vector<float> prefill(size_t(m) * out);
+          linear.forward_matmul(x.data(), m, prefill.data(), pool);
+          const double rounding = isa != Isa::scalar && onednn_bf16_matmul_available() ? std::ldexp(1.0, -7) : 0.0;
+          for (int i = 0; i < m; ++i) {
+            for (int r = 0; r < out; ++r) {
+              double ref = bias[r], magnitude = std::fabs(bias[r]);
+              for (int c = 0; c < s.in; ++c) {
+                const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
+                ref += p;
+                magnitude += std::fabs(p);
+              }
+              ASSERT_NEAR(prefill[size_t(i) * out + r], ref, (rounding + 2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
+                  << "prefill isa=" << isa_name(isa) << " in=" << s.in << " m=" << m;
+            }
           }
         }
-        // Prefill (oneDNN on dequantized tiles, bf16 where it has bf16 matmul).
-        std::vector<float> prefill(size_t(m) * out);
-        linear.forward_matmul(x.data(), m, prefill.data(), pool);
-        const double rounding = isa != Isa::scalar && onednn_bf16_matmul_available() ? std::ldexp(1.0, -7) : 0.0;
-        for (int i = 0; i < m; ++i) {
-          for (int r = 0; r < out; ++r) {
-            double ref = bias[r], magnitude = std::fabs(bias[r]);
-            for (int c = 0; c < s.in; ++c) {
-              const double p = double(x[size_t(i) * s.in + c]) * w[size_t(r) * s.in + c];
-              ref += p;
-              magnitude += std::fabs(p);
-            }
-            ASSERT_NEAR(prefill[size_t(i) * out + r], ref, (rounding + 2.0 * s.in * 6e-8 + 1e-6) * magnitude + 1e-6)
-                << "prefill isa=" << isa_name(isa) << " in=" << s.in << " m=" << m;
-          }
+        // dequantize_row gives the weight the kernels use.
+        std::vector<float> row(s.in);
+        for (int r : {0, out - 1}) {
+          linear.dequantize_row(r, row.data());
+          for (int c = 0; c < s.in; ++c) ASSERT_EQ(row[c], static_cast<float>(w[size_t(r) * s.in + c])) << r << "," << c;
         }
-      }
-      // dequantize_row gives the weight the kernels use.
-      std::vector<float> row(s.in);
-      for (int r : {0, out - 1}) {
-        linear.dequantize_row(r, row.data());
-        for (int c = 0; c < s.in; ++c) ASSERT_EQ(row[c], static_cast<float>(w[size_t(r) * s.in + c])) << r << "," << c;
       }
     }
   }
 }
 
-TEST(KernelsFp8, FormatTakesOnlyFp8Blocks) {
-  std::vector<float> w(64 * 64, 0.5f);
-  EXPECT_THROW(Linear(w.data(), 64, 64, WeightFormat::fp8), std::invalid_argument);
+// --dtype fp8: float rows quantized at load in 128x128 blocks, each block's
+// largest magnitude mapped to 448, every weight rounded to the nearest e4m3
+// (ties to even), written out here from that rule: the dequantized rows equal
+// it exactly, and decode matches them.
+TEST(KernelsFp8, FloatRowsQuantizeAtLoadInBlocksOf128) {
+  const int out = 200, in = 300, block = 128;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> w(size_t(out) * in);
+  for (auto& v : w) v = normal(rng);
+  w[5] = 0.0f;
+  const Linear linear(w.data(), out, in, WeightFormat::fp8);
+  EXPECT_EQ(linear.kernel_name().rfind("fp8/", 0), 0u);
+  std::vector<float> expected(size_t(out) * in);
+  for (int rb = 0; rb < out; rb += block) {
+    for (int cb = 0; cb < in; cb += block) {
+      float amax = 0;
+      for (int r = rb; r < std::min(out, rb + block); ++r)
+        for (int c = cb; c < std::min(in, cb + block); ++c) amax = std::max(amax, std::fabs(w[size_t(r) * in + c]));
+      const float scale = amax / 448.0f;
+      for (int r = rb; r < std::min(out, rb + block); ++r) {
+        for (int c = cb; c < std::min(in, cb + block); ++c) {
+          const size_t i = size_t(r) * in + c;
+          // Nearest of the 254 finite codes, the even mantissa on a tie.
+          const float v = w[i] / scale;
+          int best = 0;
+          for (int b = 0; b < 256; ++b) {
+            if (is_nan_code(uint8_t(b))) continue;
+            const double d = std::fabs(reference_e4m3(uint8_t(b)) - v), db = std::fabs(reference_e4m3(uint8_t(best)) - v);
+            if (d < db || (d == db && (b & 1) == 0 && (best & 1) == 1)) best = b;
+          }
+          expected[i] = float(reference_e4m3(uint8_t(best))) * scale;
+        }
+      }
+    }
+  }
+  std::vector<float> row(in);
+  for (int r = 0; r < out; ++r) {
+    linear.dequantize_row(r, row.data());
+    for (int c = 0; c < in; ++c) ASSERT_EQ(row[c], expected[size_t(r) * in + c]) << r << "," << c;
+  }
+  ThreadPool pool(2);
+  std::vector<float> x(in), y(out);
+  std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+  for (auto& v : x) v = xd(rng);
+  linear.forward_gemv(x.data(), 1, y.data(), pool);
+  const double rounding = use_avx512_bf16() ? std::ldexp(1.0, -8) : 0.0;
+  for (int r = 0; r < out; ++r) {
+    double ref = 0, magnitude = 0;
+    for (int c = 0; c < in; ++c) {
+      ref += double(x[c]) * expected[size_t(r) * in + c];
+      magnitude += std::fabs(double(x[c]) * expected[size_t(r) * in + c]);
+    }
+    ASSERT_NEAR(y[r], ref, (rounding + 2.0 * in * 6e-8 + 1e-6) * magnitude + 1e-6) << r;
+  }
+}
+
+TEST(KernelsFp8, Fp8BlocksNeedFormatFp8) {
+  Fp8Block b;
+  std::mt19937 rng(3);
+  b = random_block(64, 64, 128, 128, false, rng);
+  LinearBlock view;
+  view.fp8 = &b.view;
+  view.rows = b.rows;
+  EXPECT_THROW(Linear({view}, 64, WeightFormat::bf16), std::invalid_argument);
   EXPECT_STREQ(weight_format_name(WeightFormat::fp8), "fp8");
 }
 

@@ -21,6 +21,7 @@
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/model/model.h"
 #include "model_thread_communicator.h"
 
@@ -124,7 +125,9 @@ std::vector<float> prompt_logits(const WeightSource& weights, int tp, int rank, 
 // Every token through the decode kernels (m = 1): the fp8 kernels and the
 // reference's f32 ones read the same weights and differ only in the order
 // they sum, so every logit must agree to 1e-3 of the logit standard
-// deviation, tight enough to see one block's scale misplaced.
+// deviation, tight enough to see one block's scale misplaced. Where the fp8
+// kernel rounds x to bf16 (vdpbf16ps, as the bf16 and int4 kernels do), that
+// rounding alone moves these logits by up to 0.025 std: 0.05 there.
 void expect_decode_equal(const WeightSource& reference, const WeightSource& packed, const std::vector<int32_t>& prompt,
                          int vocab, const std::string& what) {
   auto want_model = load(reference, 1, 0, nullptr);
@@ -147,7 +150,8 @@ void expect_decode_equal(const WeightSource& reference, const WeightSource& pack
       sq += (r[t] - mean) * (r[t] - mean);
       worst = std::max(worst, std::fabs(double(g[t]) - r[t]));
     }
-    EXPECT_LE(worst, 1e-3 * std::sqrt(sq / vocab)) << what << " decode position " << i;
+    const double tolerance = use_avx512_bf16() ? 0.05 : 1e-3;
+    EXPECT_LE(worst, tolerance * std::sqrt(sq / vocab)) << what << " decode position " << i;
   }
 }
 
