@@ -6,8 +6,8 @@
 set -euo pipefail
 : "${XFTCTL:?path of the xftctl binary}"
 : "${XFT_SOURCE_DIR:?source tree}"
-golden="$XFT_SOURCE_DIR/tests/data/golden/qwen1-tiny-s5.json"
-[ -f "$golden" ] || golden="$XFT_SOURCE_DIR/../shared/fixtures/golden/qwen1-tiny-s5.json"
+source "$XFT_SOURCE_DIR/tests/integration/golden_lib.sh"
+golden=$(golden_file qwen1-tiny-s5)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -21,23 +21,8 @@ prompt_ids=$(python3 -c "import json,sys; print(','.join(map(str, json.load(open
 out=$("$XFTCTL" run qwen --model "$tmp/m" --dtype fp32 --kv-dtype fp16 --threads 2 \
         --prompt-ids "$prompt_ids" --dump-logits "$tmp/logits.bin")
 [ "$out" = "wrote $tmp/logits.bin: 13 positions x 151936 logits (float32)" ] || fail "dump-logits said: $out"
-python3 - "$golden" "$tmp/logits.bin" <<'PY'
-import json, struct, sys
-golden = json.load(open(sys.argv[1]))
-case = golden["cases"][0]
-data = open(sys.argv[2], "rb").read()
-n, vocab = struct.unpack_from("<ii", data, 0)
-assert (n, vocab) == (len(case["prompt"]), 151936), (n, vocab)
-assert len(data) == 8 + 4 * n * vocab, len(data)
-tol = golden["tolerance"]["fp32_max_abs_rel_to_std"] * case["logit_std"]
-worst = 0.0
-for p, pos in enumerate(case["positions"]):
-    for token, expected in pos["top"]:
-        got = struct.unpack_from("<f", data, 8 + 4 * (p * vocab + token))[0]
-        worst = max(worst, abs(got - expected))
-assert worst <= tol, f"logits off by {worst} > {tol}"
-print(f"logits ok: worst {worst:.2e} <= {tol:.2e}")
-PY
+result=$(check_logits qwen1-tiny-s5 0 "$tmp/logits.bin") || fail "logits differ from the reference: $result"
+echo "logits ok: $result"
 
 # 2. --prompt --raw --greedy streams the reference's greedy continuation.
 # (the x keeps the prompt's final newline from $(...))

@@ -7,40 +7,12 @@
 # parameters, bytes per token and router/expert time.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
-golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
-  local f="$XFT_SOURCE_DIR/tests/data/golden/$1.json"
-  [[ -f $f ]] || f="$XFT_SOURCE_DIR/../shared/fixtures/golden/$1.json"
-  echo "$f"
-}
-golden_field() {  # NAME PYTHON-EXPRESSION-OF-g
-  python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print($2)" "$(golden_file "$1")"
-}
+source "$XFT_SOURCE_DIR/tests/integration/golden_lib.sh"
 
 # mpirun's ranks must reach the models: /run is shared with them as the dense TP test does.
 shared=$(mktemp -d /run/xft-moe-test-XXXXXX)
 remove_on_exit "$shared"
 X=$XFTCTL
-
-# check_logits NAME CASE FILE: the reference's top logits at every position of the case, within the fp32 tolerance.
-check_logits() {
-  python3 - "$(golden_file "$1")" "$2" "$3" <<'PY'
-import json, struct, sys
-golden = json.load(open(sys.argv[1]))
-case = golden["cases"][int(sys.argv[2])]
-data = open(sys.argv[3], "rb").read()
-n, vocab = struct.unpack_from("<ii", data, 0)
-assert (n, vocab) == (len(case["prompt"]), 151936), (n, vocab)
-tol = golden["tolerance"]["fp32_max_abs_rel_to_std"] * case["logit_std"]
-worst = 0.0
-for p, pos in enumerate(case["positions"]):
-    for token, expected in pos["top"]:
-        got = struct.unpack_from("<f", data, 8 + 4 * (p * vocab + token))[0]
-        worst = max(worst, abs(got - expected))
-print(f"worst {worst:.2e} of tolerance {tol:.2e}")
-if worst > tol:
-    sys.exit(f"logits off by {worst} > {tol}")
-PY
-}
 
 for name in qwen3moe-tiny-s33 qwen2moe-tiny-s37; do
   step "$name: make-test from the golden's generator line"

@@ -1,11 +1,7 @@
 # Sourced by run_qwen_tp.sh and run_qwen_tp_cluster.sh (two ctest tests, so they run side by
 # side): the golden test models in a dir every test host sees, and the checks both use.
 
-golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
-  local f="$XFT_SOURCE_DIR/tests/data/golden/$1.json"
-  [[ -f $f ]] || f="$XFT_SOURCE_DIR/../shared/fixtures/golden/$1.json"
-  echo "$f"
-}
+source "$XFT_SOURCE_DIR/tests/integration/golden_lib.sh"
 
 # Every host sees /run (the test hosts have a private /tmp and /root), so the
 # binary the ranks run and the models live there.
@@ -28,26 +24,6 @@ done
 
 prompt_ids() { python3 -c "import json,sys; print(','.join(map(str, json.load(open(sys.argv[1]))['cases'][0]['prompt'])))" "$(golden_file "$1")"; }
 
-# check_logits NAME FILE: the reference's top logits at every position, within the fp32 tolerance.
-check_logits() {
-  python3 - "$(golden_file "$1")" "$2" <<'PY'
-import json, struct, sys
-golden = json.load(open(sys.argv[1]))
-case = golden["cases"][0]
-data = open(sys.argv[2], "rb").read()
-n, vocab = struct.unpack_from("<ii", data, 0)
-assert (n, vocab) == (len(case["prompt"]), 151936), (n, vocab)
-tol = golden["tolerance"]["fp32_max_abs_rel_to_std"] * case["logit_std"]
-worst = 0.0
-for p, pos in enumerate(case["positions"]):
-    for token, expected in pos["top"]:
-        got = struct.unpack_from("<f", data, 8 + 4 * (p * vocab + token))[0]
-        worst = max(worst, abs(got - expected))
-if worst > tol:
-    sys.exit(f"logits off by {worst} > {tol}")
-PY
-}
-
 # The reference's first 8 greedy tokens after case 0's prompt, as text.
 expected_text() {
   local ids
@@ -68,7 +44,8 @@ check_ranks() {
           --prompt-ids "$(prompt_ids "$name")" --dump-logits "$shared/logits.bin" 2>"$TEST_TMP/err") \
     || fail "$where $name: dump-logits failed: $(cat "$TEST_TMP/err")"
   [[ $out == *"wrote $shared/logits.bin: 13 positions x 151936 logits (float32)"* ]] || fail "$where $name: said $out"
-  check_logits "$name" "$shared/logits.bin" || fail "$where $name: logits differ from the reference"
+  local result
+  result=$(check_logits "$name" 0 "$shared/logits.bin") || fail "$where $name: logits differ from the reference: $result"
   local answer prompt
   prompt=$(prompt_text "$name")
   prompt=${prompt%x}

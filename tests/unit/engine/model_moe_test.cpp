@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -18,6 +16,7 @@
 #include "engine/model/blocks/moe.h"
 #include "engine/kernels/ops.h"
 #include "engine/model/model.h"
+#include "checkpoint_test_support.h"
 #include "kernels_test_support.h"
 #include "model_thread_communicator.h"
 
@@ -117,10 +116,8 @@ struct Golden {
 };
 
 Golden load_golden(const std::string& name) {
-  std::ifstream in(std::string(XFT_TEST_DATA_DIR) + "/golden/" + name + ".json");
-  EXPECT_TRUE(in.good()) << "tests/data/golden/" << name << ".json missing";
   Golden g;
-  g.json = nlohmann::json::parse(in);
+  g.json = testing::golden(name);
   auto spec = parse_generator_args(g.json["generator"].get<std::string>());
   EXPECT_TRUE(spec.ok()) << spec.error().message;
   auto config = test_model_config(*spec);
