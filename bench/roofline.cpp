@@ -10,7 +10,7 @@
 //   5. with --kernels: each decode GEMV and prefill matmul alone on the
 //      models' shapes (matrices rotated over copies that overflow the LLC)
 // Usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]
-//                       [--models a,b] [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels]
+//                       [--models a,b] [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]
 //                       [--alternate-only]
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -86,6 +86,7 @@ struct Options {
   bool alternate_only = false;
   int prompt = 512;
   int steps = 32;
+  int layers = 0;  // > 0: the presets cut to their first N layers (MoE presets to fit a test machine)
   std::vector<std::string> models = {"qwen2.5-0.5b", "qwen2.5-1.5b"};
   std::vector<std::string> dtypes = {"bf16", "int8", "int4"};
 };
@@ -358,11 +359,23 @@ struct EngineResult {
 };
 
 // Linear-layer parameters one token multiplies through (all layers, without
-// the LM head) and attention FLOPs of a causal prefill of n tokens.
+// the LM head; of a mixture of experts the router, its top-k experts and the
+// shared expert: active FLOPs only) and attention FLOPs of a causal prefill of n tokens.
 double layer_params(const ModelConfig& c) {
   const double q = static_cast<double>(c.heads) * c.head_dim, kv = static_cast<double>(c.kv_heads) * c.head_dim;
-  const double per_layer = c.hidden * (q + 2 * kv) + q * c.hidden + 3.0 * c.hidden * c.intermediate;
-  return per_layer * c.layers;
+  const double attention = c.hidden * (q + 2 * kv) + q * c.hidden;
+  const MoeConfig& moe = c.moe;
+  const double sparse = static_cast<double>(c.hidden) * (moe.experts + 3.0 * moe.experts_per_token * moe.expert_intermediate +
+                                                         3.0 * moe.shared_expert_intermediate);
+  double params = 0;
+  for (int l = 0; l < c.layers; ++l) params += attention + (is_moe_layer(c, l) ? sparse : 3.0 * c.hidden * c.intermediate);
+  return params;
+}
+
+xft::Expected<ModelConfig> preset_config(const std::string& preset, const Options& opt) {
+  auto config = fake_model_config(preset);
+  if (!config || opt.layers <= 0) return config;
+  return with_layers(*config, opt.layers);
 }
 
 double prefill_flop(const ModelConfig& c, int n) {
@@ -382,14 +395,14 @@ double median(std::vector<double> v) {
 
 bool bench_engine_one(const std::string& preset, const std::string& dtype_name, const Options& opt,
                       const std::vector<int>& cpus, ReadProbe& probe, EngineResult* out) {
-  auto config = fake_model_config(preset);
+  auto config = preset_config(preset, opt);
   if (!config) {
     std::fprintf(stderr, "bench_roofline: %s\n", config.error().message.c_str());
     return false;
   }
   WeightFormat format;
   if (!parse_weight_format(dtype_name == "fp32" ? "f32" : dtype_name == "fp16" ? "f16" : dtype_name, &format)) {
-    std::fprintf(stderr, "bench_roofline: unknown dtype %s (bf16, int8, fp16, fp32)\n", dtype_name.c_str());
+    std::fprintf(stderr, "bench_roofline: unknown dtype %s (bf16, int8, int4, fp8, fp16, fp32)\n", dtype_name.c_str());
     return false;
   }
   const auto weights = make_fake_weights(*config, 0);
@@ -541,7 +554,7 @@ std::string ratio_spread(const std::vector<double>& a, const std::vector<double>
 
 void bench_alternating(const Options& opt, const std::vector<int>& cpus) {
   for (const std::string& preset : opt.models) {
-    auto config = fake_model_config(preset);
+    auto config = preset_config(preset, opt);
     if (!config) continue;
     std::vector<AlternatingRun> runs(opt.dtypes.size());
     bool ok = true;
@@ -651,10 +664,12 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else if (arg == "--steps") opt->steps = std::max(2, std::atoi(next("--steps")));
     else if (arg == "--models") opt->models = split_commas(next("--models"));
     else if (arg == "--dtypes") opt->dtypes = split_commas(next("--dtypes"));
+    else if (arg == "--layers") opt->layers = std::max(1, std::atoi(next("--layers")));
     else {
       std::fprintf(stderr,
                    "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick] [--models a,b]\n"
-                   "                      [--dtypes bf16,int8] [--prompt N] [--steps N] [--kernels] [--alternate-only]\n");
+                   "                      [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]\n"
+                   "                      [--alternate-only]\n");
       return false;
     }
   }
