@@ -369,13 +369,11 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   XFT_TRY_ASSIGN(bos, fields.token_ids("bos_token_id"));
   if (!bos.empty()) config.bos_id = bos.front();
   XFT_TRY_ASSIGN(config.quant, read_quantization(*root, path));
-  if (config.quant.four_bit() && config.moe.experts > 0) {
-    return make_error(path + ": quantization_config: 4-bit GPTQ/AWQ mixture-of-experts checkpoints are not "
-                             "supported yet; load the bf16 checkpoint with --dtype int4 instead");
-  }
   if (config.quant.four_bit()) {
+    // Experts and the shared expert are projections like the dense MLP's (0: none).
     const int64_t sizes[] = {config.hidden, config.intermediate, int64_t(config.heads) * config.head_dim,
-                             int64_t(config.kv_heads) * config.head_dim};
+                             int64_t(config.kv_heads) * config.head_dim, config.moe.expert_intermediate,
+                             config.moe.shared_expert_intermediate};
     for (int64_t size : sizes) {
       if (size % 8 != 0) {
         return make_error(path + ": quantization_config: the 4-bit layouts pack 8 rows per int32, but a projection has " +

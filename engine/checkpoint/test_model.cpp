@@ -262,9 +262,6 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
       return spec_error("head-dim", "qwen2_moe derives it as --hidden / --heads = " +
                                         std::to_string(spec.hidden / spec.heads) + "; pass that value");
     }
-    if (!spec.quant.empty() && spec.quant != "fp8") {
-      return spec_error("quant", "4-bit mixture-of-experts test checkpoints are not supported; leave out --quant");
-    }
   }
   if (effective_head_dim(spec) % 2 != 0) {
     return spec_error("head-dim", "must be even for rotary embeddings, got " +

@@ -227,9 +227,8 @@ TEST(CheckpointTestModel, RejectsImpossibleMixtureOfExperts) {
   spec.head_dim = 32;  // hidden 64 / heads 4 = 16
   EXPECT_EQ(validate_spec(spec).error().message, "--head-dim: qwen2_moe derives it as --hidden / --heads = 16; pass that value");
   spec.head_dim = 16;
-  spec.quant = "gptq";
-  EXPECT_EQ(validate_spec(spec).error().message,
-            "--quant: 4-bit mixture-of-experts test checkpoints are not supported; leave out --quant");
+  spec.quant = "gptq";  // 4-bit MoE test checkpoints: every expert quantized
+  EXPECT_TRUE(validate_spec(spec).ok());
   EXPECT_EQ(parse_generator_args("--arch qwen3_moe --norm-topk 2").error().message,
             "--norm-topk: expected 0 or 1, got \"2\"");
   auto parsed = parse_generator_args("--arch qwen2_moe --experts 4 --topk 1 --moe-inter 16 --shared-inter 48 --norm-topk 1");

@@ -1,4 +1,4 @@
-// 4-bit checkpoints (GPTQ, AWQ; Qwen1 and Qwen2/3 names; desc_act) written
+// 4-bit checkpoints (GPTQ, AWQ; Qwen1, Qwen2/3 and their MoE names; desc_act) written
 // by the test-model writer, loaded as downloaded and run with the int4
 // kernels, against the same model with its weights dequantized here, from
 // the published layouts and independently of the loader, and run in fp32:
@@ -186,6 +186,8 @@ TEST_P(Int4Checkpoint, LogitsMatchTheDequantizedModelInFp32AtOneAndTwoRanks) {
   spec.quant = c.quant;
   spec.group_size = c.group_size;
   spec.desc_act = c.desc_act;
+  spec.experts = 4;
+  spec.moe_intermediate = 64;  // two groups of 32 per expert: one a rank at 2 ranks
   const std::string dir = (fs::temp_directory_path() / ("xft-int4-" + std::string(c.name) + "-" +
                                                         std::to_string(::getpid()))).string();
   auto written = write_test_model(dir, spec, WriteOptions{"", true});
@@ -193,6 +195,17 @@ TEST_P(Int4Checkpoint, LogitsMatchTheDequantizedModelInFp32AtOneAndTwoRanks) {
   auto packed = open_checkpoint(dir);
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   const Dequantized reference(**packed);
+  if (c.arch == Architecture::qwen3_moe || c.arch == Architecture::qwen2_moe) {
+    // As Qwen publishes them: the experts packed, the router (and shared-expert gate) as they were.
+    const std::string mlp = "model.layers.1.mlp.";
+    EXPECT_TRUE((*packed)->has(mlp + "experts.3.down_proj.qweight"));
+    EXPECT_FALSE((*packed)->has(mlp + "experts.3.down_proj.weight"));
+    EXPECT_TRUE((*packed)->has(mlp + "gate.weight"));
+    if (c.arch == Architecture::qwen2_moe) {
+      EXPECT_TRUE((*packed)->has(mlp + "shared_expert.up_proj.qweight"));
+      EXPECT_TRUE((*packed)->has(mlp + "shared_expert_gate.weight"));
+    }
+  }
   const std::vector<int32_t> prompt{17, 400, 3001, 9, 77, 1234, 2048, 5, 4000, 12};
   const int vocab = spec.vocab;
 
@@ -219,7 +232,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"awq_g64", Architecture::qwen2, "awq", 64, false},
                       Case{"awq_g32_qwen3", Architecture::qwen3, "awq", 32, false},
                       Case{"qwen1_gptq_g32", Architecture::qwen1, "gptq", 32, false},
-                      Case{"qwen1_gptq_desc_act", Architecture::qwen1, "gptq", 32, true}),
+                      Case{"qwen1_gptq_desc_act", Architecture::qwen1, "gptq", 32, true},
+                      // Every expert (and Qwen2-MoE's shared expert) quantized; router and shared-expert gate not.
+                      Case{"qwen3_moe_gptq_g32", Architecture::qwen3_moe, "gptq", 32, false},
+                      Case{"qwen3_moe_gptq_desc_act", Architecture::qwen3_moe, "gptq", 32, true},
+                      Case{"qwen3_moe_awq_g32", Architecture::qwen3_moe, "awq", 32, false},
+                      Case{"qwen2_moe_gptq_g32", Architecture::qwen2_moe, "gptq", 32, false},
+                      Case{"qwen2_moe_awq_g64", Architecture::qwen2_moe, "awq", 64, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Int4Checkpoint, FormatNameAndDecodeBytesFollowTheCheckpoint) {
