@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -161,7 +162,8 @@ struct Loaded {
   std::unique_ptr<Model> model;
 };
 
-Loaded load_golden_model(const std::string& name, WeightFormat format = WeightFormat::f32) {
+Loaded load_golden_model(const std::string& name, WeightFormat format = WeightFormat::f32,
+                         bool batch_invariant = false) {
   Loaded l;
   auto spec = parse_generator_args(golden(name)["generator"].get<std::string>());
   EXPECT_TRUE(spec.ok());
@@ -175,6 +177,7 @@ Loaded load_golden_model(const std::string& name, WeightFormat format = WeightFo
   options.kv = KvFormat::f32;
   options.threads = 2;
   options.max_context = 512;
+  options.batch_invariant = batch_invariant;
   auto model = Model::load(*l.weights, options);
   EXPECT_TRUE(model.ok()) << model.error().message;
   if (model.ok()) l.model = std::move(*model);
@@ -240,6 +243,55 @@ TEST(Qwen35Model, LinearStateIsFixedPerSequence) {
   EXPECT_TRUE(seq->has_linear_state());
   // One full-attention layer: 2 KV heads of 64, f32, 512 positions, keys and values.
   EXPECT_EQ(seq->kv_bytes(), size_t(2) * 64 * 512 * 4 * 2);
+}
+
+// The server's contract: with batch_invariant a row's logits are bit for bit
+// the same alone as beside other sequences' prompts and decodes, and whether
+// its prompt comes in one piece or several (the state advances one token at a
+// time there, whatever the pass holds).
+TEST(Qwen35Model, BatchInvariantRowsEqualAloneAndShared) {
+  for (const char* name : {"qwen35-tiny-s19", "qwen35moe-tiny-s33"}) {
+    Loaded l = load_golden_model(name, WeightFormat::bf16, true);
+    ASSERT_TRUE(l.model);
+    Model& m = *l.model;
+    const int vocab = l.config.vocab;
+    const std::vector<int32_t> mine = long_prompt(21);
+    const std::vector<int32_t> other = long_prompt(9);
+    const int32_t next = 1234;
+
+    auto alone_seq = m.new_sequence();
+    Chunk alone_prompt{alone_seq.get(), mine};
+    auto out = m.forward({&alone_prompt, 1}, true);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    std::vector<float> alone(out->begin(), out->end());
+    Chunk alone_step{alone_seq.get(), {&next, 1}};
+    out = m.forward({&alone_step, 1});
+    ASSERT_TRUE(out.ok());
+    alone.insert(alone.end(), out->begin(), out->end());
+
+    // The prompt in two pieces, each beside another sequence's tokens, then the decode step beside a prefill.
+    auto seq = m.new_sequence();
+    auto before = m.new_sequence();
+    auto late = m.new_sequence();
+    std::vector<float> shared;
+    Chunk first[] = {{before.get(), other}, {seq.get(), std::span<const int32_t>(mine.data(), 8)}};
+    out = m.forward(first, true);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    shared.insert(shared.end(), out->begin() + other.size() * vocab, out->end());
+    const int32_t before_token = 77;
+    Chunk second[] = {{seq.get(), std::span<const int32_t>(mine.data() + 8, mine.size() - 8)},
+                      {before.get(), {&before_token, 1}}};
+    out = m.forward(second, true);
+    ASSERT_TRUE(out.ok());
+    shared.insert(shared.end(), out->begin(), out->begin() + (mine.size() - 8) * vocab);
+    Chunk step[] = {{late.get(), other}, {seq.get(), {&next, 1}}};
+    out = m.forward(step);
+    ASSERT_TRUE(out.ok());
+    shared.insert(shared.end(), out->begin() + vocab, out->begin() + 2 * vocab);
+
+    ASSERT_EQ(shared.size(), alone.size());
+    EXPECT_EQ(std::memcmp(shared.data(), alone.data(), alone.size() * sizeof(float)), 0) << name;
+  }
 }
 
 // A linear-attention state cannot forget positions: truncating starts over,
