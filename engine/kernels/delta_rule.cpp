@@ -7,12 +7,6 @@ namespace xft::engine {
 
 namespace {
 
-float dot(const float* a, const float* b, int n) {
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
 // y[dv] = xᵀ·S for x[dk], S[dk][dv].
 void read_state(const float* x, const float* state, int dk, int dv, float* y) {
   for (int j = 0; j < dv; ++j) y[j] = 0.0f;
@@ -26,10 +20,29 @@ void read_state(const float* x, const float* state, int dk, int dv, float* y) {
 // One chunk of n ≤ C tokens starting at token t0.
 struct ChunkScratch {
   float* gamma;  // [n] decay summed from the chunk's start
+  float* kt;     // [dk][n] the chunk's keys, transposed
+  float* kk;     // [n][n] k_i·k_j
+  float* qk;     // [n][n] q_i·k_j
   float* u;      // [n][dv] new values, then v_new
   float* w;      // [n][dk] decayed β k through the system
   float* read;   // [dv]
 };
+
+// out[i][j] = x_i·k_j for j ≤ last(i), as rows of axpys over the transposed
+// keys (vectorizable without reordering a reduction).
+void gram(const float* x, const float* kt, int n, int dk, bool diagonal, float* out) {
+  for (int i = 0; i < n; ++i) {
+    float* row = out + static_cast<size_t>(i) * n;
+    const int count = diagonal ? i + 1 : i;
+    for (int j = 0; j < count; ++j) row[j] = 0.0f;
+    const float* xi = x + static_cast<size_t>(i) * dk;
+    for (int c = 0; c < dk; ++c) {
+      const float xc = xi[c];
+      const float* kc = kt + static_cast<size_t>(c) * n;
+      for (int j = 0; j < count; ++j) row[j] += xc * kc[j];
+    }
+  }
+}
 
 void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const ChunkScratch& s) {
   const int dk = h.dk, dv = h.dv;
@@ -38,9 +51,16 @@ void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const Chun
     running += h.g[t0 + i];
     s.gamma[i] = running;
   }
+  const float* k = h.k + static_cast<size_t>(t0) * dk;
+  const float* q = h.q + static_cast<size_t>(t0) * dk;
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < dk; ++c) s.kt[static_cast<size_t>(c) * n + i] = k[static_cast<size_t>(i) * dk + c];
+  }
+  gram(k, s.kt, n, dk, false, s.kk);
+  gram(q, s.kt, n, dk, true, s.qk);
   // U = (I + A)⁻¹ β V and W = (I + A)⁻¹ β exp(γ) K by forward substitution.
   for (int i = 0; i < n; ++i) {
-    const float* ki = h.k + static_cast<size_t>(t0 + i) * dk;
+    const float* ki = k + static_cast<size_t>(i) * dk;
     const float bi = h.beta[t0 + i];
     float* ui = s.u + static_cast<size_t>(i) * dv;
     float* wi = s.w + static_cast<size_t>(i) * dk;
@@ -48,8 +68,9 @@ void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const Chun
     const float decay_i = std::exp(s.gamma[i]);
     for (int c = 0; c < dv; ++c) ui[c] = bi * vi[c];
     for (int c = 0; c < dk; ++c) wi[c] = bi * decay_i * ki[c];
+    const float* kk = s.kk + static_cast<size_t>(i) * n;
     for (int j = 0; j < i; ++j) {
-      const float aij = bi * dot(ki, h.k + static_cast<size_t>(t0 + j) * dk, dk) * std::exp(s.gamma[i] - s.gamma[j]);
+      const float aij = bi * kk[j] * std::exp(s.gamma[i] - s.gamma[j]);
       const float* uj = s.u + static_cast<size_t>(j) * dv;
       const float* wj = s.w + static_cast<size_t>(j) * dk;
       for (int c = 0; c < dv; ++c) ui[c] -= aij * uj[c];
@@ -64,15 +85,16 @@ void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const Chun
   }
   // o_i = exp(γ_i) qᵢᵀS + Σ_{j≤i} (q_i·k_j) exp(γ_i − γ_j) v_new_j.
   for (int i = 0; i < n; ++i) {
-    const float* qi = h.q + static_cast<size_t>(t0 + i) * dk;
+    const float* qi = q + static_cast<size_t>(i) * dk;
     float* oi = h.out + static_cast<size_t>(t0 + i) * dv;
     read_state(qi, state, dk, dv, oi);
     const float decay_i = std::exp(s.gamma[i]);
     for (int c = 0; c < dv; ++c) oi[c] *= decay_i;
+    const float* qk = s.qk + static_cast<size_t>(i) * n;
     for (int j = 0; j <= i; ++j) {
-      const float qk = dot(qi, h.k + static_cast<size_t>(t0 + j) * dk, dk) * std::exp(s.gamma[i] - s.gamma[j]);
+      const float f = qk[j] * std::exp(s.gamma[i] - s.gamma[j]);
       const float* uj = s.u + static_cast<size_t>(j) * dv;
-      for (int c = 0; c < dv; ++c) oi[c] += qk * uj[c];
+      for (int c = 0; c < dv; ++c) oi[c] += f * uj[c];
     }
   }
   // S = exp(γ_last) S + Σ_j exp(γ_last − γ_j) k_j v_newⱼᵀ.
@@ -80,7 +102,7 @@ void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const Chun
   const float decay_all = std::exp(last);
   for (size_t e = 0; e < static_cast<size_t>(dk) * dv; ++e) state[e] *= decay_all;
   for (int j = 0; j < n; ++j) {
-    const float* kj = h.k + static_cast<size_t>(t0 + j) * dk;
+    const float* kj = k + static_cast<size_t>(j) * dk;
     const float* uj = s.u + static_cast<size_t>(j) * dv;
     const float f = std::exp(last - s.gamma[j]);
     for (int i = 0; i < dk; ++i) {
@@ -115,10 +137,13 @@ void delta_rule_recurrent(const DeltaRuleHead& h, float* state) {
 void delta_rule_chunked(const DeltaRuleHead& h, float* state, int chunk, std::vector<float>& scratch) {
   if (chunk < 1) chunk = 1;
   const size_t c = static_cast<size_t>(chunk);
-  scratch.resize(c + c * h.dv + c * h.dk + h.dv);
+  scratch.resize(c + c * h.dk + 2 * c * c + c * h.dv + c * h.dk + h.dv);
   ChunkScratch s;
   s.gamma = scratch.data();
-  s.u = s.gamma + c;
+  s.kt = s.gamma + c;
+  s.kk = s.kt + c * h.dk;
+  s.qk = s.kk + c * c;
+  s.u = s.qk + c * c;
   s.w = s.u + c * h.dv;
   s.read = s.w + c * h.dk;
   for (int t0 = 0; t0 < h.n; t0 += chunk) {

@@ -102,6 +102,14 @@ Expected<GatedDeltaNet> GatedDeltaNet::load(const WeightSource& weights, const s
     }
     block.conv_weight_.insert(block.conv_weight_.end(), w->begin(), w->end());
   }
+  // Stored [channel][tap]; kept [tap][channel] for the convolution's contiguous rows.
+  block.conv_taps_.resize(block.conv_weight_.size());
+  for (int ch = 0; ch < block.channels_; ++ch) {
+    for (int j = 0; j < block.kernel_; ++j) {
+      block.conv_taps_[static_cast<size_t>(j) * block.channels_ + ch] = block.conv_weight_[static_cast<size_t>(ch) * block.kernel_ + j];
+    }
+  }
+  block.conv_weight_.clear();
   auto a_log = read_vector(weights, p + "A_log", slice_of(slice.value_heads));
   if (!a_log) return a_log.error();
   block.a_log_ = std::move(*a_log);
@@ -132,7 +140,7 @@ size_t GatedDeltaNet::state_bytes() const {
 
 uint64_t GatedDeltaNet::weight_bytes() const {
   return in_proj_.weight_bytes() + out_proj_.weight_bytes() +
-         (conv_weight_.size() + a_log_.size() + dt_bias_.size() + norm_.size()) * sizeof(float);
+         (conv_taps_.size() + a_log_.size() + dt_bias_.size() + norm_.size()) * sizeof(float);
 }
 
 // out[t][c] = silu(Σ_j w[c][j] · input(t − (K−1) + j)), inputs before the
@@ -142,14 +150,15 @@ void GatedDeltaNet::convolve(const float* in, int n, int stride, LinearAttention
   auto input = [&](int t) -> const float* {
     return t >= 0 ? in + static_cast<size_t>(t) * stride : state.conv.data() + static_cast<size_t>(history + t) * channels_;
   };
+  // Tap by tap over all channels (contiguous rows), then silu.
   for (int t = 0; t < n; ++t) {
     float* row = out + static_cast<size_t>(t) * channels_;
-    for (int ch = 0; ch < channels_; ++ch) {
-      const float* w = conv_weight_.data() + static_cast<size_t>(ch) * kernel_;
-      float sum = 0.0f;
-      for (int j = 0; j < kernel_; ++j) sum += w[j] * input(t - history + j)[ch];
-      row[ch] = silu(sum);
+    std::fill(row, row + channels_, 0.0f);
+    for (int j = 0; j < kernel_; ++j) {
+      const float* x = input(t - history + j);
+      for (int ch = 0; ch < channels_; ++ch) row[ch] += conv_taps_[static_cast<size_t>(j) * channels_ + ch] * x[ch];
     }
+    for (int ch = 0; ch < channels_; ++ch) row[ch] = silu(row[ch]);
   }
   std::vector<float> kept(static_cast<size_t>(history) * channels_);
   for (int i = 0; i < history; ++i) {

@@ -76,7 +76,8 @@ class GatedDeltaNet {
   int projected_width_ = 0; // channels_ + z (value heads × dv) + b + a
   float eps_ = 1e-6f;
   Linear in_proj_, out_proj_;
-  std::vector<float> conv_weight_;  // [channels][kernel]
+  std::vector<float> conv_weight_;  // [channels][kernel] as read (emptied once transposed)
+  std::vector<float> conv_taps_;    // [kernel][channels]
   std::vector<float> a_log_, dt_bias_, norm_;
 };
 
