@@ -1,14 +1,26 @@
+// The loops here are element-wise axpys over a head's dimensions: with the
+// -O2 default (the very-cheap vectorizer cost model) GCC leaves loops of a
+// run-time length scalar, so this file asks for the dynamic cost model, and
+// the bodies are compiled twice: for AVX-512 (picked at run time) and for the
+// baseline. No reassociation: both give the scalar loops' sums.
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+
 #include "engine/kernels/delta_rule.h"
 
 #include <cmath>
 #include <cstddef>
+
+#include "engine/kernels/cpu_features.h"
+
+#define XFT_DELTA_INLINE inline __attribute__((always_inline))
 
 namespace xft::engine {
 
 namespace {
 
 // y[dv] = xᵀ·S for x[dk], S[dk][dv].
-void read_state(const float* x, const float* state, int dk, int dv, float* y) {
+XFT_DELTA_INLINE void read_state(const float* __restrict x, const float* __restrict state, int dk, int dv,
+                                 float* __restrict y) {
   for (int j = 0; j < dv; ++j) y[j] = 0.0f;
   for (int i = 0; i < dk; ++i) {
     const float xi = x[i];
@@ -30,7 +42,8 @@ struct ChunkScratch {
 
 // out[i][j] = x_i·k_j for j ≤ last(i), as rows of axpys over the transposed
 // keys (vectorizable without reordering a reduction).
-void gram(const float* x, const float* kt, int n, int dk, bool diagonal, float* out) {
+XFT_DELTA_INLINE void gram(const float* __restrict x, const float* __restrict kt, int n, int dk, bool diagonal,
+                           float* __restrict out) {
   for (int i = 0; i < n; ++i) {
     float* row = out + static_cast<size_t>(i) * n;
     const int count = diagonal ? i + 1 : i;
@@ -44,7 +57,7 @@ void gram(const float* x, const float* kt, int n, int dk, bool diagonal, float* 
   }
 }
 
-void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const ChunkScratch& s) {
+XFT_DELTA_INLINE void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const ChunkScratch& s) {
   const int dk = h.dk, dv = h.dv;
   float running = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -113,9 +126,7 @@ void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* state, const Chun
   }
 }
 
-}  // namespace
-
-void delta_rule_recurrent(const DeltaRuleHead& h, float* state) {
+XFT_DELTA_INLINE void recurrent_body(const DeltaRuleHead& h, float* state) {
   const int dk = h.dk, dv = h.dv;
   std::vector<float> delta(dv);
   for (int t = 0; t < h.n; ++t) {
@@ -134,7 +145,7 @@ void delta_rule_recurrent(const DeltaRuleHead& h, float* state) {
   }
 }
 
-void delta_rule_chunked(const DeltaRuleHead& h, float* state, int chunk, std::vector<float>& scratch) {
+XFT_DELTA_INLINE void chunked_body(const DeltaRuleHead& h, float* state, int chunk, std::vector<float>& scratch) {
   if (chunk < 1) chunk = 1;
   const size_t c = static_cast<size_t>(chunk);
   scratch.resize(c + c * h.dk + 2 * c * c + c * h.dv + c * h.dk + h.dv);
@@ -150,6 +161,26 @@ void delta_rule_chunked(const DeltaRuleHead& h, float* state, int chunk, std::ve
     const int n = h.n - t0 < chunk ? h.n - t0 : chunk;
     solve_chunk(h, t0, n, state, s);
   }
+}
+
+__attribute__((target("avx512f,avx512vl,fma"))) void recurrent_avx512(const DeltaRuleHead& h, float* state) {
+  recurrent_body(h, state);
+}
+__attribute__((target("avx512f,avx512vl,fma"))) void chunked_avx512(const DeltaRuleHead& h, float* state, int chunk,
+                                                                    std::vector<float>& scratch) {
+  chunked_body(h, state, chunk, scratch);
+}
+
+}  // namespace
+
+void delta_rule_recurrent(const DeltaRuleHead& h, float* state) {
+  if (use_avx512()) return recurrent_avx512(h, state);
+  recurrent_body(h, state);
+}
+
+void delta_rule_chunked(const DeltaRuleHead& h, float* state, int chunk, std::vector<float>& scratch) {
+  if (use_avx512()) return chunked_avx512(h, state, chunk, scratch);
+  chunked_body(h, state, chunk, scratch);
 }
 
 }  // namespace xft::engine
