@@ -76,7 +76,9 @@ void make_test(Context& ctx, MakeTestOptions& options) {
 
   WriteOptions write;
   write.replace_existing = options.force;
-  if (!options.no_tokenizer) {
+  // Qwen3.5's vocabulary (248320 ids) is not the Qwen2/3 test tokenizer's: its test checkpoints carry none.
+  const bool own_vocabulary = spec.arch == Architecture::qwen3_5 || spec.arch == Architecture::qwen3_5_moe;
+  if (!options.no_tokenizer && !own_vocabulary) {
     auto tokenizer_dir = locate_tokenizer_dir(options.tokenizer_dir);
     if (!tokenizer_dir) return fail(ctx, tokenizer_dir.error().message);
     write.tokenizer_dir = *tokenizer_dir;
@@ -186,7 +188,7 @@ void add_model_commands(CLI::App& app, Context& ctx) {
   auto* make = group->add_subcommand(
       "make-test", "write the deterministic test model (config, weights, tokenizer) into a directory");
   make->add_option("out", options->out_dir, "output directory (created atomically)")->required();
-  make->add_option("--arch", options->arch, "qwen (Qwen1), qwen2, qwen3, qwen2_moe or qwen3_moe")->required();
+  make->add_option("--arch", options->arch, "qwen (Qwen1), qwen2, qwen3, qwen2_moe, qwen3_moe, qwen3_5 or qwen3_5_moe")->required();
   make->add_option("--seed", options->seed, "seed of the weight values")->capture_default_str();
   TestModelSpec& s = options->spec;
   make->add_option("--hidden", s.hidden, "hidden size")->capture_default_str();
@@ -211,6 +213,13 @@ void add_model_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   make->add_option("--norm-topk", s.norm_topk, "qwen2_moe/qwen3_moe: norm_topk_prob (0 or 1)")
       ->capture_default_str();
+  make->add_option("--linear-k-heads", s.linear_key_heads, "qwen3_5*: linear_num_key_heads")->capture_default_str();
+  make->add_option("--linear-v-heads", s.linear_value_heads, "qwen3_5*: linear_num_value_heads")->capture_default_str();
+  make->add_option("--linear-head-dim", s.linear_head_dim, "qwen3_5*: linear key and value head dim")->capture_default_str();
+  make->add_option("--conv-kernel", s.conv_kernel, "qwen3_5*: linear_conv_kernel_dim")->capture_default_str();
+  make->add_option("--full-attn-interval", s.full_attn_interval, "qwen3_5*: every N-th layer is full attention")
+      ->capture_default_str();
+  make->add_option("--partial-rotary", s.partial_rotary, "qwen3_5*: partial_rotary_factor")->capture_default_str();
   make->add_option("--quant", s.quant,
                    "write a quantized checkpoint of the same weights: gptq or awq (4-bit), fp8 (e4m3, 128x128 blocks)")
       ->check(CLI::IsMember({"gptq", "awq", "fp8"}));

@@ -152,6 +152,13 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
                                   : weight_bytes;
   const double weight_gbps = next_ms > 0 ? step_bytes / (next_ms * 1e6) : 0.0;
   const ParameterCount parameters = count_parameters(model.config());
+  // A sequence's memory on this rank: the linear-attention state (Qwen3.5),
+  // fixed in size, plus the KV cache of the attention layers per position.
+  const auto one_position = model.new_sequence(1);
+  const uint64_t state_bytes = one_position->linear_state_bytes();
+  const uint64_t kv_per_position = one_position->kv_bytes();
+  const auto sequence_bytes = [&](int positions) { return state_bytes + kv_per_position * positions; };
+  const int context = o.input_tokens + o.output_tokens;
   if (o.profile) report_profile(model, comm);
   const std::vector<int64_t> rss_kib = resident_per_rank(model);
   if (!is_leader(comm)) return;
@@ -191,6 +198,10 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
         {"parameters", parameters.total},
         {"active_parameters", parameters.active},
         {"decode_weight_gb_per_s", weight_gbps},
+        {"sequence_state_bytes", state_bytes},
+        {"kv_bytes_per_position", kv_per_position},
+        {"sequence_bytes", sequence_bytes(context)},
+        {"sequence_bytes_at_32k", sequence_bytes(32768)},
         {"comm", comm_name},
         {"rss_mib_per_rank", rss_mib},
     };
@@ -209,6 +220,10 @@ void run_bench(Context& ctx, const RunOptions& o, Communicator* comm) {
               token_bytes / 1048576.0);
   std::printf("parameters   %.3f B total, %.3f B active per token\n", parameters.total / 1e9, parameters.active / 1e9);
   std::printf("memory       %s MiB resident per rank\n", rss_text.c_str());
+  std::printf("sequence     %.2f MiB state + %.1f KiB KV per position on rank 0: %.1f MiB at %d positions, %.1f MiB "
+              "at 32768\n",
+              state_bytes / 1048576.0, kv_per_position / 1024.0, sequence_bytes(context) / 1048576.0, context,
+              sequence_bytes(32768) / 1048576.0);
   std::printf("workload     %d input + %d output tokens, batch %d, %d iterations (+%d warmup)\n",
               o.input_tokens, o.output_tokens, o.batch_size, o.iters, o.warmup);
   std::printf("first token  %.2f ms  (prefill %.1f tokens/s)\n", first_ms, prefill_tps);

@@ -88,6 +88,8 @@ void run_chat(Context& ctx, const RunOptions& o, Communicator* comm) {
     while (common < cached.size() && common + 1 < turn.ids.size() && cached[common] == turn.ids[common]) {
       ++common;
     }
+    // A linear-attention state cannot step back: unless the cache is a prefix, prefill it all.
+    if (seq->has_linear_state() && common < cached.size()) common = 0;
     turn.common = static_cast<int32_t>(common);
     turn.ids.erase(turn.ids.begin(), turn.ids.begin() + static_cast<std::ptrdiff_t>(common));
     share_turn(comm, turn);

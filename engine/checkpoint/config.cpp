@@ -15,7 +15,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kSupported =
-    "QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM";
+    "QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration";
 
 // Short rendering of a wrong value for an error message.
 std::string shown(const json& value) {
@@ -114,6 +115,8 @@ Expected<Architecture> architecture_of(const json& root, const Fields& fields, s
   if (name == "Qwen3ForCausalLM") return Architecture::qwen3;
   if (name == "Qwen2MoeForCausalLM") return Architecture::qwen2_moe;
   if (name == "Qwen3MoeForCausalLM") return Architecture::qwen3_moe;
+  if (name == "Qwen3_5ForConditionalGeneration" || name == "Qwen3_5ForCausalLM") return Architecture::qwen3_5;
+  if (name == "Qwen3_5MoeForConditionalGeneration" || name == "Qwen3_5MoeForCausalLM") return Architecture::qwen3_5_moe;
   return fields.error("architectures",
                       "architecture " + name + " is not supported (supported: " + kSupported + ")");
 }
@@ -214,7 +217,7 @@ Expected<void> read_moe(const json& root, const Fields& f, ModelConfig& c) {
                                               std::to_string(moe.experts));
   }
   XFT_TRY_ASSIGN(moe.expert_intermediate, f.positive_int("moe_intermediate_size"));
-  if (c.arch == Architecture::qwen2_moe) {
+  if (c.arch == Architecture::qwen2_moe || c.arch == Architecture::qwen3_5_moe) {
     XFT_TRY_ASSIGN(moe.shared_expert_intermediate, f.positive_int("shared_expert_intermediate_size"));
   } else if (f.present("shared_expert_intermediate_size")) {
     return f.error("shared_expert_intermediate_size",
@@ -350,6 +353,131 @@ Expected<json> parse_json_object(const std::string& text, const std::string& pat
   return root;
 }
 
+// Qwen3.5's layer_types list, or its full_attention_interval rule (every
+// interval-th layer is full attention) when the list is absent.
+Expected<void> read_layer_types(const json& text, const Fields& f, ModelConfig& c) {
+  std::vector<char>& linear = c.linear.is_linear;
+  if (f.present("layer_types")) {
+    const json& list = text.at("layer_types");
+    if (!list.is_array() || list.size() != static_cast<size_t>(c.layers)) {
+      return f.error("layer_types", "expected a list of num_hidden_layers (" + std::to_string(c.layers) +
+                                        ") entries, got " + shown(list));
+    }
+    for (const json& item : list) {
+      if (item == "linear_attention") {
+        linear.push_back(1);
+      } else if (item == "full_attention") {
+        linear.push_back(0);
+      } else {
+        return f.error("layer_types", "expected \"linear_attention\" or \"full_attention\", got " + shown(item));
+      }
+    }
+    return {};
+  }
+  int interval = 0;
+  XFT_TRY_ASSIGN(interval, f.positive_int("full_attention_interval", 4));
+  for (int l = 0; l < c.layers; ++l) linear.push_back((l + 1) % interval == 0 ? 0 : 1);
+  return {};
+}
+
+// rope_parameters (current configs) or the older top-level rope_theta and
+// partial_rotary_factor. The multimodal rotary sections only differ for
+// image positions; text positions are equal on all three axes, which makes
+// it the plain rotate-half rotary on the first rotary_dim elements.
+Expected<void> read_qwen35_rope(const json& text, const Fields& f, const std::string& where, ModelConfig& c) {
+  double factor = 1.0;
+  XFT_TRY_ASSIGN(c.rope_theta, f.positive_number("rope_theta", 10000000.0));
+  XFT_TRY_ASSIGN(factor, f.positive_number("partial_rotary_factor", 0.25));
+  if (f.present("rope_parameters")) {
+    const json& rope = text.at("rope_parameters");
+    if (!rope.is_object()) return f.error("rope_parameters", "expected an object, got " + shown(rope));
+    Fields r(rope, where + ": rope_parameters");
+    XFT_TRY_ASSIGN(c.rope_theta, r.positive_number("rope_theta", c.rope_theta));
+    XFT_TRY_ASSIGN(factor, r.positive_number("partial_rotary_factor", factor));
+    std::string type;
+    XFT_TRY_ASSIGN(type, r.string("rope_type", "default"));
+    if (type != "default") return r.error("rope_type", "\"" + type + "\" is not supported (only default)");
+  }
+  const double dims = c.head_dim * factor;
+  c.rotary_dim = static_cast<int>(dims);
+  if (factor > 1.0 || c.rotary_dim != dims || c.rotary_dim % 2 != 0 || c.rotary_dim == 0) {
+    return f.error("partial_rotary_factor", "head_dim " + std::to_string(c.head_dim) + " x " + std::to_string(factor) +
+                                                " must be a positive even number of rotary dimensions");
+  }
+  return {};
+}
+
+Expected<void> read_linear_attention(const Fields& f, ModelConfig& c) {
+  LinearAttentionConfig& l = c.linear;
+  XFT_TRY_ASSIGN(l.key_heads, f.positive_int("linear_num_key_heads"));
+  XFT_TRY_ASSIGN(l.value_heads, f.positive_int("linear_num_value_heads"));
+  XFT_TRY_ASSIGN(l.key_head_dim, f.positive_int("linear_key_head_dim"));
+  XFT_TRY_ASSIGN(l.value_head_dim, f.positive_int("linear_value_head_dim"));
+  XFT_TRY_ASSIGN(l.conv_kernel, f.positive_int("linear_conv_kernel_dim", 4));
+  if (l.value_heads % l.key_heads != 0) {
+    return f.error("linear_num_value_heads", std::to_string(l.value_heads) + " is not a multiple of linear_num_key_heads " +
+                                                 std::to_string(l.key_heads));
+  }
+  return {};
+}
+
+// Qwen3_5ForConditionalGeneration / Qwen3_5MoeForConditionalGeneration: the
+// text model's settings under text_config (the vision tower's are not read).
+Expected<ModelConfig> parse_qwen35_config(const json& root, const std::string& path, ModelConfig& c) {
+  if (!root.contains("text_config") || !root.at("text_config").is_object()) {
+    return make_error(path + ": text_config: missing or not an object (Qwen3.5 keeps the text model's settings there)");
+  }
+  const json& text = root.at("text_config");
+  const std::string where = path + ": text_config";
+  Fields f(text, where);
+  const bool moe = c.arch == Architecture::qwen3_5_moe;
+  XFT_TRY_ASSIGN(c.hidden, f.positive_int("hidden_size"));
+  XFT_TRY_ASSIGN(c.layers, f.positive_int("num_hidden_layers"));
+  XFT_TRY_ASSIGN(c.heads, f.positive_int("num_attention_heads"));
+  XFT_TRY_ASSIGN(c.vocab, f.positive_int("vocab_size"));
+  XFT_TRY_ASSIGN(c.kv_heads, f.positive_int("num_key_value_heads", c.heads));
+  if (c.heads % c.kv_heads != 0) {
+    return f.error("num_key_value_heads", std::to_string(c.kv_heads) + " does not divide num_attention_heads " +
+                                              std::to_string(c.heads));
+  }
+  XFT_TRY_ASSIGN(c.head_dim, f.positive_int("head_dim", 256));  // Qwen3_5TextConfig's default
+  if (c.head_dim % 2 != 0) return f.error("head_dim", "must be even for rotary embeddings");
+  if (auto rope = read_qwen35_rope(text, f, where, c); !rope) return rope.error();
+  XFT_TRY_ASSIGN(c.rms_eps, f.positive_number("rms_norm_eps", 1e-6));
+  XFT_TRY_ASSIGN(c.max_positions, f.positive_int("max_position_embeddings", 262144));
+  Fields top(root, path);
+  bool tie = false;
+  XFT_TRY_ASSIGN(tie, f.boolean("tie_word_embeddings", false));
+  XFT_TRY_ASSIGN(c.tie_embeddings, top.boolean("tie_word_embeddings", tie));
+  XFT_TRY_ASSIGN(c.torch_dtype, f.string("dtype", ""));
+  XFT_TRY_ASSIGN(c.qkv_bias, f.boolean("attention_bias", false));
+  c.qk_norm = true;
+  c.zero_centred_norms = true;
+  XFT_TRY_ASSIGN(c.attn_output_gate, f.boolean("attn_output_gate", true));
+  std::string act;
+  XFT_TRY_ASSIGN(act, f.string("hidden_act", "silu"));
+  if (act != "silu") return f.error("hidden_act", "only silu is supported, got \"" + act + "\"");
+  if (auto linear = read_linear_attention(f, c); !linear) return linear.error();
+  if (auto types = read_layer_types(text, f, c); !types) return types.error();
+  if (moe) {
+    if (auto sparse = read_moe(text, f, c); !sparse) return sparse.error();
+    c.moe.norm_topk_prob = true;  // Qwen3_5MoeTopKRouter always renormalizes the chosen experts
+    XFT_TRY_ASSIGN(c.intermediate, f.positive_int("intermediate_size", c.moe.expert_intermediate));
+  } else {
+    XFT_TRY_ASSIGN(c.intermediate, f.positive_int("intermediate_size"));
+  }
+  XFT_TRY_ASSIGN(c.eos_ids, f.token_ids("eos_token_id"));
+  std::vector<int> bos;
+  XFT_TRY_ASSIGN(bos, f.token_ids("bos_token_id"));
+  if (!bos.empty()) c.bos_id = bos.front();
+  XFT_TRY_ASSIGN(c.quant, read_quantization(root, path));
+  if (c.quant.four_bit()) {
+    return make_error(path + ": quantization_config: 4-bit GPTQ/AWQ Qwen3.5 checkpoints are not supported yet; load the "
+                             "bf16 checkpoint with --dtype int4 instead");
+  }
+  return c;
+}
+
 }  // namespace
 
 Expected<ModelConfig> parse_config(const std::string& json_text, const std::string& path) {
@@ -358,6 +486,9 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
   Fields fields(*root, path);
   ModelConfig config;
   XFT_TRY_ASSIGN(config.arch, architecture_of(*root, fields, config.architecture_name));
+  if (config.arch == Architecture::qwen3_5 || config.arch == Architecture::qwen3_5_moe) {
+    return parse_qwen35_config(*root, path, config);
+  }
   auto shape = config.arch == Architecture::qwen1 ? read_qwen1(fields, config)
                                                   : read_qwen2_or_3(fields, config);
   if (!shape) return shape.error();
@@ -382,6 +513,11 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
     }
   }
   return config;
+}
+
+bool is_linear_attention_layer(const ModelConfig& config, int layer) {
+  const auto& linear = config.linear.is_linear;
+  return layer >= 0 && static_cast<size_t>(layer) < linear.size() && linear[layer];
 }
 
 bool is_moe_layer(const ModelConfig& config, int layer) {

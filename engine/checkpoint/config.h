@@ -1,6 +1,8 @@
 // A model's shape and hyper-parameters, read from Hugging Face config.json
-// (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, and the
-// mixture-of-experts Qwen2MoeForCausalLM and Qwen3MoeForCausalLM).
+// (Qwen1 QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, the
+// mixture-of-experts Qwen2MoeForCausalLM and Qwen3MoeForCausalLM, and the
+// hybrid Qwen3_5ForConditionalGeneration / Qwen3_5MoeForConditionalGeneration,
+// whose text model's settings sit under text_config).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 namespace xft::engine {
 
-enum class Architecture { qwen1, qwen2, qwen3, qwen2_moe, qwen3_moe };
+enum class Architecture { qwen1, qwen2, qwen3, qwen2_moe, qwen3_moe, qwen3_5, qwen3_5_moe };
 
 // The sparse feed-forward of Qwen2-MoE / Qwen3-MoE (transformers'
 // Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock). experts == 0: a dense model.
@@ -44,6 +46,22 @@ struct QuantConfig {
   int groups(int in) const { return group_size > 0 ? (in + group_size - 1) / group_size : 1; }
 };
 
+// Qwen3.5's Gated DeltaNet layers (transformers' Qwen3_5GatedDeltaNet):
+// key heads of key_head_dim for q and k, value heads of value_head_dim (a
+// multiple of the key heads, each group of value heads reading one key head),
+// a causal depthwise conv of conv_kernel taps over q|k|v.
+struct LinearAttentionConfig {
+  int key_heads = 0;
+  int value_heads = 0;
+  int key_head_dim = 0;
+  int value_head_dim = 0;
+  int conv_kernel = 0;
+  std::vector<char> is_linear;  // per layer (layer_types); empty: no linear-attention layer
+  int key_dim() const { return key_heads * key_head_dim; }
+  int value_dim() const { return value_heads * value_head_dim; }
+  int conv_channels() const { return 2 * key_dim() + value_dim(); }
+};
+
 struct ModelConfig {
   Architecture arch = Architecture::qwen2;
   std::string architecture_name;  // as written in config.json
@@ -65,7 +83,17 @@ struct ModelConfig {
   int bos_id = -1;
   QuantConfig quant;
   MoeConfig moe;
+  // Qwen3.5: rotary on the first rotary_dim elements of each head (0: all of
+  // head_dim); q_proj twice as wide with a sigmoid output gate per head; norms
+  // stored zero-centred and applied as x * (1 + w); the linear-attention layers.
+  int rotary_dim = 0;
+  bool attn_output_gate = false;
+  bool zero_centred_norms = false;
+  LinearAttentionConfig linear;
 };
+
+// Whether layer `layer` is a Gated DeltaNet (linear-attention) layer.
+bool is_linear_attention_layer(const ModelConfig& config, int layer);
 
 // Whether layer `layer` runs the mixture of experts (else the dense MLP of
 // intermediate_size), by transformers' rule for Qwen2-MoE and Qwen3-MoE.

@@ -32,11 +32,13 @@ class FakeWeightSource final : public WeightSource {
   Expected<TensorMeta> meta(const std::string& name) const override {
     auto entry = find(name);
     if (!entry) return entry.error();
-    return TensorMeta{name, DType::bf16, (*entry)->tensor.shape};
+    return TensorMeta{name, (*entry)->tensor.dtype == DType::f32 ? DType::f32 : DType::bf16, (*entry)->tensor.shape};
   }
 
   Expected<std::vector<float>> read_f32(const std::string& name, Slice rows,
                                         Slice cols) const override {
+    auto entry = find(name);
+    if (entry && (*entry)->tensor.dtype == DType::f32) return generate_f32(**entry, name, rows, cols);
     return generate<float>(name, rows, cols, [](uint16_t bits) { return bf16_bits_to_f32(bits); });
   }
 
@@ -62,6 +64,26 @@ class FakeWeightSource final : public WeightSource {
     return &it->second;
   }
 
+  // The few tensors stored as F32 (Qwen3.5's A_log and gated norm): the
+  // float32 value itself, never rounded to bfloat16.
+  Expected<std::vector<float>> generate_f32(const Entry& entry, const std::string& name, Slice rows, Slice cols) const {
+    auto region = resolve_region(name, entry.tensor.shape, rows, cols);
+    if (!region) return region.error();
+    std::vector<float> out;
+    out.reserve(size_t(region->count()));
+    for (int64_t r = region->row_begin; r < region->row_end; ++r) {
+      for (int64_t c = region->col_begin; c < region->col_end; ++c) {
+        out.push_back(test_value_f32(entry.hash, uint64_t(r) * uint64_t(region->cols) + uint64_t(c), entry.tensor.role,
+                                     fan_in_of(entry.tensor.shape)));
+      }
+    }
+    bytes_read_ += out.size() * sizeof(float);
+    return out;
+  }
+
+  // `in` is always the last dimension (conv1d [C, 1, K], fused experts [E, rows, in]).
+  static int64_t fan_in_of(const std::vector<int64_t>& shape) { return shape.size() >= 2 ? shape.back() : 1; }
+
   template <class T, class Convert>
   Expected<std::vector<T>> generate(const std::string& name, Slice rows, Slice cols,
                                     Convert convert) const {
@@ -70,7 +92,7 @@ class FakeWeightSource final : public WeightSource {
     const ExpectedTensor& tensor = (*entry)->tensor;
     auto region = resolve_region(name, tensor.shape, rows, cols);
     if (!region) return region.error();
-    int64_t fan_in = tensor.shape.size() == 2 ? tensor.shape[1] : 1;
+    int64_t fan_in = fan_in_of(tensor.shape);
     std::vector<T> out(size_t(region->count()));
     size_t next = 0;
     for (int64_t r = region->row_begin; r < region->row_end; ++r) {
@@ -79,7 +101,7 @@ class FakeWeightSource final : public WeightSource {
         out[next++] = convert(test_value_bf16((*entry)->hash, row_start + uint64_t(c), tensor.role, fan_in));
       }
     }
-    bytes_read_ += out.size() * sizeof(uint16_t);
+    bytes_read_ += out.size() * (tensor.dtype == DType::f32 ? sizeof(float) : sizeof(uint16_t));  // as stored
     return out;
   }
 
@@ -111,6 +133,8 @@ float test_value_f32(uint64_t tensor_hash, uint64_t index, TensorRole role, int6
     case TensorRole::linear: value = v * sqrt3 / std::sqrt(double(fan_in)); break;
     case TensorRole::bias: value = v * 0.1 * sqrt3; break;
     case TensorRole::norm: value = 1.0 + v * 0.1 * sqrt3; break;
+    case TensorRole::zero_centred_norm: value = v * 0.1 * sqrt3; break;
+    case TensorRole::decay_log: value = v * std::log(4.0); break;
     case TensorRole::quantized: break;
   }
   return float(value);

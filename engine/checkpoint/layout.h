@@ -14,13 +14,15 @@ namespace xft::engine {
 // How the deterministic test-model rule scales a tensor's values.
 // quantized: a 4-bit checkpoint's qweight/qzeros/scales/g_idx (written by
 // the quantizing test-model writer, never generated).
-enum class TensorRole { embedding, linear, bias, norm, quantized };
+// zero_centred_norm: Qwen3.5's norms applied as x * (1 + w); decay_log:
+// Gated DeltaNet's A_log (see shared/README.md for each role's values).
+enum class TensorRole { embedding, linear, bias, norm, quantized, zero_centred_norm, decay_log };
 
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::linear;
-  DType dtype = DType::bf16;  // what a 4-bit checkpoint stores (I32 / F16 for quantized tensors)
+  DType dtype = DType::bf16;  // as stored: I32 / F16 for 4-bit tensors, F32 for Qwen3.5's A_log and gated norm
 };
 
 // The tensors of one projection "<base>.weight" [out, in] in the config's

@@ -66,6 +66,44 @@ constexpr Preset kPresets[] = {
       "num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":16,"vocab_size":151936,
       "max_position_embeddings":8192,"rms_norm_eps":1e-06,"rope_theta":1000000.0,
       "tie_word_embeddings":false,"torch_dtype":"bfloat16","bos_token_id":151643,"eos_token_id":151645})"},
+    {"qwen3.5-0.8b", R"({"architectures":["Qwen3_5ForConditionalGeneration"],"model_type":"qwen3_5","text_config":{"hidden_size":1024,"intermediate_size":3584,
+      "num_hidden_layers":24,"num_attention_heads":8,"num_key_value_heads":2,"linear_num_key_heads":16,
+      "linear_num_value_heads":16,"tie_word_embeddings":true,
+      "head_dim":256,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_value_head_dim":128,
+      "full_attention_interval":4,"vocab_size":248320,"max_position_embeddings":262144,"rms_norm_eps":1e-06,
+      "attn_output_gate":true,"attention_bias":false,"hidden_act":"silu","dtype":"bfloat16","eos_token_id":248044,
+      "rope_parameters":{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}}})"},
+    {"qwen3.5-27b", R"({"architectures":["Qwen3_5ForConditionalGeneration"],"model_type":"qwen3_5","text_config":{"hidden_size":5120,"intermediate_size":17408,
+      "num_hidden_layers":64,"num_attention_heads":24,"num_key_value_heads":4,"linear_num_key_heads":16,
+      "linear_num_value_heads":48,"tie_word_embeddings":false,
+      "head_dim":256,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_value_head_dim":128,
+      "full_attention_interval":4,"vocab_size":248320,"max_position_embeddings":262144,"rms_norm_eps":1e-06,
+      "attn_output_gate":true,"attention_bias":false,"hidden_act":"silu","dtype":"bfloat16","eos_token_id":248044,
+      "rope_parameters":{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}}})"},
+    {"qwen3.5-35b-a3b", R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"model_type":"qwen3_5_moe","text_config":{"hidden_size":2048,"num_hidden_layers":40,
+      "num_attention_heads":16,"num_key_value_heads":2,"num_experts":256,"num_experts_per_tok":8,
+      "moe_intermediate_size":512,"shared_expert_intermediate_size":512,"linear_num_key_heads":16,
+      "linear_num_value_heads":32,"tie_word_embeddings":false,
+      "head_dim":256,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_value_head_dim":128,
+      "full_attention_interval":4,"vocab_size":248320,"max_position_embeddings":262144,"rms_norm_eps":1e-06,
+      "attn_output_gate":true,"attention_bias":false,"hidden_act":"silu","dtype":"bfloat16","eos_token_id":248044,
+      "rope_parameters":{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}}})"},
+    {"qwen3.5-122b-a10b", R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"model_type":"qwen3_5_moe","text_config":{"hidden_size":3072,"num_hidden_layers":48,
+      "num_attention_heads":32,"num_key_value_heads":2,"num_experts":256,"num_experts_per_tok":8,
+      "moe_intermediate_size":1024,"shared_expert_intermediate_size":1024,"linear_num_key_heads":16,
+      "linear_num_value_heads":64,"tie_word_embeddings":false,
+      "head_dim":256,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_value_head_dim":128,
+      "full_attention_interval":4,"vocab_size":248320,"max_position_embeddings":262144,"rms_norm_eps":1e-06,
+      "attn_output_gate":true,"attention_bias":false,"hidden_act":"silu","dtype":"bfloat16","eos_token_id":248044,
+      "rope_parameters":{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}}})"},
+    {"qwen3.5-397b-a17b", R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"model_type":"qwen3_5_moe","text_config":{"hidden_size":4096,"num_hidden_layers":60,
+      "num_attention_heads":32,"num_key_value_heads":2,"num_experts":512,"num_experts_per_tok":10,
+      "moe_intermediate_size":1024,"shared_expert_intermediate_size":1024,"linear_num_key_heads":16,
+      "linear_num_value_heads":64,"tie_word_embeddings":false,
+      "head_dim":256,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_value_head_dim":128,
+      "full_attention_interval":4,"vocab_size":248320,"max_position_embeddings":262144,"rms_norm_eps":1e-06,
+      "attn_output_gate":true,"attention_bias":false,"hidden_act":"silu","dtype":"bfloat16","eos_token_id":248044,
+      "rope_parameters":{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}}})"},
     {"qwen-72b", R"({"architectures":["QWenLMHeadModel"],"hidden_size":8192,
       "intermediate_size":49152,"num_hidden_layers":80,"num_attention_heads":64,
       "kv_channels":128,"vocab_size":152064,"seq_length":32768,
@@ -110,6 +148,7 @@ Expected<ModelConfig> with_layers(ModelConfig config, int layers) {
                       "] (the model's num_hidden_layers)");
   }
   config.layers = layers;
+  if (!config.linear.is_linear.empty()) config.linear.is_linear.resize(layers);
   auto& only = config.moe.mlp_only_layers;
   only.erase(std::remove_if(only.begin(), only.end(), [&](int l) { return l >= layers; }), only.end());
   return config;
@@ -119,7 +158,9 @@ Expected<ModelConfig> fake_model_config(const std::string& name_or_path) {
   if (const Preset* preset = find_preset(name_or_path)) {
     auto config = parse_config(preset->config_json, "preset " + name_or_path);
     // Chat models stop on <|im_end|> as well as <|endoftext|> (their generation_config.json).
-    if (config && config->arch != Architecture::qwen1) config->eos_ids = {151645, 151643};
+    const bool qwen35 = config && (config->arch == Architecture::qwen3_5 || config->arch == Architecture::qwen3_5_moe);
+    if (qwen35) config->eos_ids = {248046, 248044};
+    else if (config && config->arch != Architecture::qwen1) config->eos_ids = {151645, 151643};
     return config;
   }
   std::error_code ec;

@@ -16,7 +16,7 @@ struct FileCloser {
 
 // Rows per read so that a large tensor never sits in memory whole.
 int64_t rows_per_chunk(const std::vector<int64_t>& shape) {
-  int64_t cols = shape.size() == 2 ? std::max<int64_t>(shape[1], 1) : 1;
+  int64_t cols = shape.size() >= 2 ? std::max<int64_t>(shape.back(), 1) : 1;
   return std::max<int64_t>(1, (int64_t(1) << 24) / cols);
 }
 
@@ -70,10 +70,11 @@ Expected<void> write_safetensors_bf16(const std::string& path, const WeightSourc
   for (const auto& name : names) {
     auto meta = source.meta(name);
     if (!meta) return meta.error();
-    uint64_t bytes = 2;
+    const bool f32 = meta->dtype == DType::f32;
+    uint64_t bytes = f32 ? 4 : 2;
     for (int64_t dim : meta->shape) bytes *= uint64_t(dim);
     if (metas.size()) header += ",";
-    header += header_entry(name, "BF16", meta->shape, offset, offset + bytes);
+    header += header_entry(name, f32 ? "F32" : "BF16", meta->shape, offset, offset + bytes);
     offset += bytes;
     metas.push_back(std::move(*meta));
   }
@@ -81,8 +82,16 @@ Expected<void> write_safetensors_bf16(const std::string& path, const WeightSourc
   if (!file) return file.error();
   bool ok = true;
   for (const auto& meta : metas) {
+    // Rows as slicing counts them: a vector's elements, else every dimension but the last.
     int64_t rows = meta.shape.empty() ? 1 : meta.shape[0];
+    for (size_t i = 1; i + 1 < meta.shape.size(); ++i) rows *= meta.shape[i];
     int64_t step = rows_per_chunk(meta.shape);
+    if (meta.dtype == DType::f32) {  // vectors only (Qwen3.5's A_log and gated norm)
+      auto values = source.read_f32(meta.name);
+      if (!values) return values.error();
+      ok = std::fwrite(values->data(), 4, values->size(), file->get()) == values->size();
+      continue;
+    }
     for (int64_t row = 0; ok && row < rows; row += step) {
       auto values = source.read_bf16(meta.name, Slice{row, std::min(rows, row + step)});
       if (!values) return values.error();

@@ -24,17 +24,21 @@ Expected<void> resolve_axis(const std::string& name, const char* axis, int64_t s
 
 Expected<Region> resolve_region(const std::string& name, const std::vector<int64_t>& shape,
                                 Slice rows, Slice cols) {
+  // A tensor of more dimensions (conv1d [C, 1, K], fused experts [E, rows,
+  // in]) is sliced as the matrix of its leading dimensions by its last.
+  std::vector<int64_t> matrix = shape;
   if (shape.size() > 2) {
-    return make_error("tensor " + name + ": shape " + shape_text(shape) +
-                      " has more than 2 dimensions; only vectors and matrices can be sliced");
+    int64_t leading = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) leading *= shape[i];
+    matrix = {leading, shape.back()};
   }
   Region region;
-  int64_t row_count = shape.empty() ? 1 : shape[0];
+  int64_t row_count = matrix.empty() ? 1 : matrix[0];
   auto ok = resolve_axis(name, "row", row_count, rows, region.row_begin, region.row_end);
   if (!ok) return ok.error();
-  if (shape.size() == 2) {
-    region.cols = shape[1];
-    ok = resolve_axis(name, "column", shape[1], cols, region.col_begin, region.col_end);
+  if (matrix.size() == 2) {
+    region.cols = matrix[1];
+    ok = resolve_axis(name, "column", matrix[1], cols, region.col_begin, region.col_end);
     if (!ok) return ok.error();
   }
   return region;

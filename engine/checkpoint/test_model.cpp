@@ -23,6 +23,8 @@ using ordered_json = nlohmann::ordered_json;
 
 constexpr int kEndOfText = 151643;  // <|endoftext|>
 constexpr int kImEnd = 151645;      // <|im_end|>
+constexpr int kQwen35ImEnd = 248046;     // Qwen3.5's <|im_end|>
+constexpr int kQwen35EndOfText = 248044; // Qwen3.5's <|endoftext|>
 
 Expected<int> int_arg(const std::string& flag, const std::string& text) {
   try {
@@ -76,6 +78,20 @@ Expected<void> set_generator_option(TestModelSpec& spec, const std::string& flag
     spec.norm_topk = value == "1";
     return {};
   }
+  if (flag == "--partial-rotary") {
+    try {
+      size_t used = 0;
+      spec.partial_rotary = std::stod(value, &used);
+      if (used == value.size()) return {};
+    } catch (const std::exception&) {
+    }
+    return make_error("--partial-rotary: expected a number, got \"" + value + "\"");
+  }
+  if (flag == "--linear-k-heads") return set_int(spec.linear_key_heads);
+  if (flag == "--linear-v-heads") return set_int(spec.linear_value_heads);
+  if (flag == "--linear-head-dim") return set_int(spec.linear_head_dim);
+  if (flag == "--conv-kernel") return set_int(spec.conv_kernel);
+  if (flag == "--full-attn-interval") return set_int(spec.full_attn_interval);
   if (flag == "--experts") return set_int(spec.experts);
   if (flag == "--topk") return set_int(spec.topk);
   if (flag == "--moe-inter") return set_int(spec.moe_intermediate);
@@ -179,6 +195,118 @@ Expected<void> move_into_place(const fs::path& temp, const fs::path& out, bool r
   return {};
 }
 
+Expected<void> validate_qwen35_spec(const TestModelSpec& spec) {
+  const std::pair<const char*, int> positive[] = {{"linear-k-heads", spec.linear_key_heads},
+                                                  {"linear-v-heads", spec.linear_value_heads},
+                                                  {"linear-head-dim", spec.linear_head_dim},
+                                                  {"conv-kernel", spec.conv_kernel},
+                                                  {"full-attn-interval", spec.full_attn_interval}};
+  for (auto [flag, value] : positive) {
+    if (value <= 0) return spec_error(flag, "must be positive, got " + std::to_string(value));
+  }
+  if (spec.linear_value_heads % spec.linear_key_heads != 0) {
+    return spec_error("linear-v-heads", "must be a multiple of --linear-k-heads " + std::to_string(spec.linear_key_heads));
+  }
+  const double rotary = spec.head_dim * spec.partial_rotary;
+  if (!(spec.partial_rotary > 0 && spec.partial_rotary <= 1) || rotary != static_cast<int>(rotary) ||
+      static_cast<int>(rotary) % 2 != 0) {
+    return spec_error("partial-rotary", "--head-dim x it must be a positive even integer, got " + std::to_string(rotary));
+  }
+  if (!spec.quant.empty()) return spec_error("quant", "quantized Qwen3.5 test checkpoints are not supported; leave out --quant");
+  return {};
+}
+
+// Qwen3.5-0.8B / Qwen3.5-35B-A3B's config.json with the test shape: the text
+// model's settings under text_config, a small vision_config stub (the test
+// checkpoints hold no vision tensors), no multi-token-prediction layers.
+ordered_json qwen35_config(const TestModelSpec& s) {
+  const bool moe = s.arch == Architecture::qwen3_5_moe;
+  ordered_json t;
+  t["attention_bias"] = false;
+  t["attention_dropout"] = 0.0;
+  t["attn_output_gate"] = true;
+  t["dtype"] = "bfloat16";
+  t["eos_token_id"] = kQwen35EndOfText;
+  t["full_attention_interval"] = s.full_attn_interval;
+  t["head_dim"] = s.head_dim;
+  t["hidden_act"] = "silu";
+  t["hidden_size"] = s.hidden;
+  t["initializer_range"] = 0.02;
+  if (!moe) t["intermediate_size"] = s.intermediate;
+  ordered_json types = ordered_json::array();
+  for (int l = 0; l < s.layers; ++l) types.push_back((l + 1) % s.full_attn_interval == 0 ? "full_attention" : "linear_attention");
+  t["layer_types"] = types;
+  t["linear_conv_kernel_dim"] = s.conv_kernel;
+  t["linear_key_head_dim"] = s.linear_head_dim;
+  t["linear_num_key_heads"] = s.linear_key_heads;
+  t["linear_num_value_heads"] = s.linear_value_heads;
+  t["linear_value_head_dim"] = s.linear_head_dim;
+  t["max_position_embeddings"] = s.max_positions;
+  t["mlp_only_layers"] = ordered_json::array();
+  t["model_type"] = moe ? "qwen3_5_moe_text" : "qwen3_5_text";
+  if (moe) t["moe_intermediate_size"] = s.moe_intermediate;
+  t["mtp_num_hidden_layers"] = 0;
+  t["mtp_use_dedicated_embeddings"] = false;
+  t["num_attention_heads"] = s.heads;
+  if (moe) {
+    t["num_experts"] = s.experts;
+    t["num_experts_per_tok"] = s.topk;
+  }
+  t["num_hidden_layers"] = s.layers;
+  t["num_key_value_heads"] = s.kv_heads;
+  if (moe) t["output_router_logits"] = false;
+  t["rms_norm_eps"] = 1e-6;
+  if (moe) {
+    t["router_aux_loss_coef"] = 0.001;
+    t["shared_expert_intermediate_size"] = s.shared_intermediate;
+  }
+  t["tie_word_embeddings"] = s.tie;
+  t["use_cache"] = true;
+  t["vocab_size"] = s.vocab;
+  t["mamba_ssm_dtype"] = "float32";
+  // The multimodal rotary's sections split the rotary pairs in thirds (as 11/11/10 of 32 in the real models).
+  const int pairs = static_cast<int>(s.head_dim * s.partial_rotary) / 2;
+  const int third = (pairs + 2) / 3;
+  ordered_json rope;
+  rope["mrope_interleaved"] = true;
+  rope["mrope_section"] = {third, third, pairs - 2 * third};
+  rope["rope_type"] = "default";
+  if (s.rope_theta == static_cast<int64_t>(s.rope_theta)) {
+    rope["rope_theta"] = static_cast<int64_t>(s.rope_theta);
+  } else {
+    rope["rope_theta"] = s.rope_theta;
+  }
+  rope["partial_rotary_factor"] = s.partial_rotary;
+  t["rope_parameters"] = rope;
+
+  ordered_json c;
+  c["architectures"] = {moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"};
+  c["image_token_id"] = 248056;
+  c["model_type"] = moe ? "qwen3_5_moe" : "qwen3_5";
+  c["text_config"] = t;
+  c["tie_word_embeddings"] = s.tie;
+  c["video_token_id"] = 248057;
+  ordered_json v;
+  v["deepstack_visual_indexes"] = ordered_json::array();
+  v["depth"] = 1;
+  v["hidden_act"] = "gelu_pytorch_tanh";
+  v["hidden_size"] = 32;
+  v["in_channels"] = 3;
+  v["initializer_range"] = 0.02;
+  v["intermediate_size"] = 64;
+  v["model_type"] = "qwen3_5";
+  v["num_heads"] = 2;
+  v["num_position_embeddings"] = 64;
+  v["out_hidden_size"] = s.hidden;
+  v["patch_size"] = 16;
+  v["spatial_merge_size"] = 2;
+  v["temporal_patch_size"] = 2;
+  c["vision_config"] = v;
+  c["vision_end_token_id"] = 248054;
+  c["vision_start_token_id"] = 248053;
+  return c;
+}
+
 }  // namespace
 
 Expected<Architecture> parse_architecture(const std::string& name) {
@@ -187,8 +315,10 @@ Expected<Architecture> parse_architecture(const std::string& name) {
   if (name == "qwen3") return Architecture::qwen3;
   if (name == "qwen2_moe") return Architecture::qwen2_moe;
   if (name == "qwen3_moe") return Architecture::qwen3_moe;
+  if (name == "qwen3_5") return Architecture::qwen3_5;
+  if (name == "qwen3_5_moe") return Architecture::qwen3_5_moe;
   return make_error("--arch: unknown architecture \"" + name +
-                    "\" (expected qwen, qwen2, qwen3, qwen2_moe or qwen3_moe)");
+                    "\" (expected qwen, qwen2, qwen3, qwen2_moe, qwen3_moe, qwen3_5 or qwen3_5_moe)");
 }
 
 const char* architecture_flag(Architecture arch) {
@@ -198,6 +328,8 @@ const char* architecture_flag(Architecture arch) {
     case Architecture::qwen3: return "qwen3";
     case Architecture::qwen2_moe: return "qwen2_moe";
     case Architecture::qwen3_moe: return "qwen3_moe";
+    case Architecture::qwen3_5: return "qwen3_5";
+    case Architecture::qwen3_5_moe: return "qwen3_5_moe";
   }
   return "?";
 }
@@ -244,7 +376,12 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
   } else if (spec.desc_act) {
     return spec_error("desc-act", "needs --quant gptq");
   }
-  const bool moe = spec.arch == Architecture::qwen2_moe || spec.arch == Architecture::qwen3_moe;
+  const bool qwen35 = spec.arch == Architecture::qwen3_5 || spec.arch == Architecture::qwen3_5_moe;
+  if (qwen35) {
+    if (auto valid = validate_qwen35_spec(spec); !valid) return valid;
+  }
+  const bool moe = spec.arch == Architecture::qwen2_moe || spec.arch == Architecture::qwen3_moe ||
+                   spec.arch == Architecture::qwen3_5_moe;
   if (moe) {
     if (spec.experts <= 0) return spec_error("experts", "must be positive, got " + std::to_string(spec.experts));
     if (spec.topk <= 0 || spec.topk > spec.experts) {
@@ -254,7 +391,7 @@ Expected<void> validate_spec(const TestModelSpec& spec) {
     if (spec.moe_intermediate <= 0) {
       return spec_error("moe-inter", "must be positive, got " + std::to_string(spec.moe_intermediate));
     }
-    if (spec.arch == Architecture::qwen2_moe && spec.shared_intermediate <= 0) {
+    if ((spec.arch == Architecture::qwen2_moe || spec.arch == Architecture::qwen3_5_moe) && spec.shared_intermediate <= 0) {
       return spec_error("shared-inter", "must be positive, got " + std::to_string(spec.shared_intermediate));
     }
     // Qwen2-MoE's config.json has no head_dim: the model takes hidden_size / num_attention_heads.
@@ -372,6 +509,7 @@ static ordered_json qwen2_moe_config(const TestModelSpec& s) {
 }
 
 std::string test_model_config_json(const TestModelSpec& s) {
+  if (s.arch == Architecture::qwen3_5 || s.arch == Architecture::qwen3_5_moe) return qwen35_config(s).dump(2) + "\n";
   ordered_json c;
   if (!s.quant.empty()) c["quantization_config"] = quantization_config(s);
   if (s.arch == Architecture::qwen1) {
@@ -426,6 +564,12 @@ std::string test_model_config_json(const TestModelSpec& s) {
 
 std::string test_model_generation_config_json(const TestModelSpec& s) {
   ordered_json g;
+  if (s.arch == Architecture::qwen3_5 || s.arch == Architecture::qwen3_5_moe) {
+    g["bos_token_id"] = kQwen35EndOfText;
+    g["eos_token_id"] = {kQwen35ImEnd, kQwen35EndOfText};
+    g["pad_token_id"] = kQwen35EndOfText;
+    return g.dump(2) + "\n";
+  }
   if (s.arch == Architecture::qwen1) {
     g["chat_format"] = "chatml";
     g["eos_token_id"] = kEndOfText;

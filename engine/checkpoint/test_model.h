@@ -40,12 +40,22 @@ struct TestModelSpec {
   int moe_intermediate = 32;
   bool norm_topk = true;
   int shared_intermediate = 128;
+  // qwen3_5 / qwen3_5_moe: the Gated DeltaNet shape (key and value heads of
+  // linear_head_dim each), every full_attn_interval-th layer full attention,
+  // rotary on partial_rotary of each head.
+  int linear_key_heads = 2;
+  int linear_value_heads = 4;
+  int linear_head_dim = 16;
+  int conv_kernel = 4;
+  int full_attn_interval = 4;
+  double partial_rotary = 0.25;
 };
 
 // The block of FP8 test checkpoints: Qwen's weight_block_size.
 constexpr int kTestFp8Block = 128;
 
-Expected<Architecture> parse_architecture(const std::string& name);  // qwen|qwen2|qwen3|qwen2_moe|qwen3_moe
+// qwen|qwen2|qwen3|qwen2_moe|qwen3_moe|qwen3_5|qwen3_5_moe
+Expected<Architecture> parse_architecture(const std::string& name);
 const char* architecture_flag(Architecture arch);
 
 // Parses a golden file's "generator" line ("--arch qwen --seed 5 --inter 256

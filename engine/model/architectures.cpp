@@ -6,19 +6,25 @@ namespace {
 
 constexpr ArchitectureLayout kLayouts[] = {
     {Architecture::qwen1, "transformer.wte.weight", "transformer.ln_f.weight", "lm_head.weight", "transformer.h.",
-     "ln_1.weight", "ln_2.weight", TokenMixerKind::attention_fused_qkv, "mlp.w2", "mlp.w1", "mlp.c_proj", nullptr},
+     "ln_1.weight", "ln_2.weight", TokenMixerKind::attention_fused_qkv, "mlp.w2", "mlp.w1", "mlp.c_proj", nullptr, false},
     {Architecture::qwen2, "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
      "input_layernorm.weight", "post_attention_layernorm.weight", TokenMixerKind::attention, "mlp.gate_proj",
-     "mlp.up_proj", "mlp.down_proj", nullptr},
+     "mlp.up_proj", "mlp.down_proj", nullptr, false},
     {Architecture::qwen3, "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
      "input_layernorm.weight", "post_attention_layernorm.weight", TokenMixerKind::attention, "mlp.gate_proj",
-     "mlp.up_proj", "mlp.down_proj", nullptr},
+     "mlp.up_proj", "mlp.down_proj", nullptr, false},
     {Architecture::qwen2_moe, "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
      "input_layernorm.weight", "post_attention_layernorm.weight", TokenMixerKind::attention, "mlp.gate_proj",
-     "mlp.up_proj", "mlp.down_proj", "mlp."},
+     "mlp.up_proj", "mlp.down_proj", "mlp.", false},
     {Architecture::qwen3_moe, "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight", "model.layers.",
      "input_layernorm.weight", "post_attention_layernorm.weight", TokenMixerKind::attention, "mlp.gate_proj",
-     "mlp.up_proj", "mlp.down_proj", "mlp."},
+     "mlp.up_proj", "mlp.down_proj", "mlp.", false},
+    {Architecture::qwen3_5, "model.language_model.embed_tokens.weight", "model.language_model.norm.weight",
+     "lm_head.weight", "model.language_model.layers.", "input_layernorm.weight", "post_attention_layernorm.weight",
+     TokenMixerKind::attention, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", nullptr, false},
+    {Architecture::qwen3_5_moe, "model.language_model.embed_tokens.weight", "model.language_model.norm.weight",
+     "lm_head.weight", "model.language_model.layers.", "input_layernorm.weight", "post_attention_layernorm.weight",
+     TokenMixerKind::attention, "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "mlp.", true},
 };
 
 }  // namespace
@@ -28,6 +34,11 @@ const ArchitectureLayout& architecture_layout(Architecture arch) {
     if (layout.arch == arch) return layout;
   }
   return kLayouts[1];  // unreachable: every Architecture has a row
+}
+
+TokenMixerKind token_mixer_kind(const ModelConfig& config, int layer) {
+  if (is_linear_attention_layer(config, layer)) return TokenMixerKind::gated_delta_net;
+  return architecture_layout(config.arch).mixer;
 }
 
 FeedForwardKind feed_forward_kind(const ModelConfig& config, int layer) {

@@ -11,7 +11,8 @@ namespace xft::engine {
 
 enum class TokenMixerKind {
   attention_fused_qkv,  // Qwen1: attn.c_attn stacks q, k, v; attn.c_proj
-  attention,            // Qwen2/Qwen3 and their MoE: self_attn.{q,k,v,o}_proj
+  attention,            // Qwen2/Qwen3 and their MoE: self_attn.{q,k,v,o}_proj (Qwen3.5: q_proj also holds the output gate)
+  gated_delta_net,      // Qwen3.5's linear-attention layers: linear_attn.* (blocks/gated_delta_net.h)
 };
 
 enum class FeedForwardKind {
@@ -33,6 +34,7 @@ struct ArchitectureLayout {
   const char* mlp_up;
   const char* mlp_down;
   const char* moe_prefix;  // the sparse block's tensors (under the layer); null: never sparse
+  bool fused_experts;      // experts stacked in experts.gate_up_proj / experts.down_proj (blocks/fused_experts.h)
 };
 
 const ArchitectureLayout& architecture_layout(Architecture arch);
@@ -40,5 +42,9 @@ const ArchitectureLayout& architecture_layout(Architecture arch);
 // The feed-forward of layer `layer`: the mixture of experts where the
 // architecture has one and config.json makes the layer sparse (is_moe_layer).
 FeedForwardKind feed_forward_kind(const ModelConfig& config, int layer);
+
+// The token mixer of layer `layer`: Gated DeltaNet where layer_types says
+// linear_attention, else the architecture's attention.
+TokenMixerKind token_mixer_kind(const ModelConfig& config, int layer);
 
 }  // namespace xft::engine

@@ -15,6 +15,7 @@
 #include "engine/checkpoint/safetensors.h"
 #include "engine/model/architectures.h"
 #include "engine/model/blocks/dense_mlp.h"
+#include "engine/model/blocks/fused_experts.h"
 #include "engine/model/blocks/moe.h"
 #include "engine/model/weight_reading.h"
 
@@ -47,6 +48,28 @@ std::vector<int> kv_of_local_heads(const AttentionSlice& s) {
 }
 
 }  // namespace
+
+bool Sequence::has_linear_state() const {
+  for (const auto& state : linear_) {
+    if (!state.recurrent.empty()) return true;
+  }
+  return false;
+}
+
+void Sequence::truncate(int n) {
+  if (n < 0 || n >= length()) return;
+  if (has_linear_state()) {
+    for (auto& state : linear_) state.reset();
+    n = 0;
+  }
+  tokens_.resize(n);
+}
+
+size_t Sequence::linear_state_bytes() const {
+  size_t total = 0;
+  for (const auto& state : linear_) total += state.bytes();
+  return total;
+}
 
 size_t Sequence::kv_bytes() const {
   size_t total = 0;
@@ -100,6 +123,11 @@ Expected<void> Sequence::append_copy(const Sequence& from, int begin, int n) {
   if (begin < 0 || n < 0 || begin + n > from.length()) {
     return make_error("KV copy: positions [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                       ") are not all cached in the source sequence of " + std::to_string(from.length()));
+  }
+  for (const auto& state : linear_) {
+    if (!state.recurrent.empty()) {
+      return make_error("KV copy: a linear-attention (Qwen3.5) sequence's state cannot be copied by positions");
+    }
   }
   if (length() + n > capacity()) {
     return make_error("KV copy: " + std::to_string(length()) + " + " + std::to_string(n) +
@@ -248,7 +276,7 @@ Expected<std::unique_ptr<Model>> Model::load(const WeightSource& weights,
   int context = options.max_context > 0 ? options.max_context : 8192;
   if (c.max_positions > 0) context = std::min(context, c.max_positions);
   model->max_context_ = context;
-  model->rope_ = RopeTable(c.head_dim, context, c.rope_theta);
+  model->rope_ = RopeTable(c.rotary_dim > 0 ? c.rotary_dim : c.head_dim, context, c.rope_theta);
 
   if (!options.progress) {
     auto loaded = model->load_weights(weights);
@@ -273,6 +301,7 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   shape_.local_heads = attn.q_heads.size();
   shape_.local_kv_heads = attn.kv_heads.size();
   shape_.qkv_width = (shape_.local_heads + 2 * shape_.local_kv_heads) * shape_.head_dim;
+  if (c.attn_output_gate) shape_.qkv_width += shape_.local_heads * shape_.head_dim;
   const int local_heads = shape_.local_heads, local_kv_heads = shape_.local_kv_heads;
 
   // Head groups: see kv_of_local_heads.
@@ -337,6 +366,9 @@ Expected<void> Model::load_weights(const WeightSource& weights) {
   auto ln_f = read_vector(weights, names.final_norm);
   if (!ln_f) return ln_f.error();
   ln_f_ = std::move(*ln_f);
+  if (c.zero_centred_norms) {
+    for (float& w : ln_f_) w += 1.0f;
+  }
 
   if (embed_from_head_) return {};
   const std::string head_name = c.tie_embeddings ? names.embed : names.lm_head;
@@ -358,13 +390,24 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
                                                                    : WeightFormat::int4;
   Layer layer;
 
-  auto mixer = names.mixer == TokenMixerKind::attention_fused_qkv
-                   ? Attention::load_fused(weights, p, partition_, format)
-                   : Attention::load_split(weights, p, partition_, format);
-  if (!mixer) return mixer.error();
-  layer.mixer = std::move(*mixer);
+  const TokenMixerKind mixer_kind = token_mixer_kind(c, index);
+  if (mixer_kind == TokenMixerKind::gated_delta_net) {
+    auto linear = GatedDeltaNet::load(weights, p, partition_, format);
+    if (!linear) return linear.error();
+    layer.linear_mixer = std::make_unique<GatedDeltaNet>(std::move(*linear));
+  } else {
+    auto mixer = mixer_kind == TokenMixerKind::attention_fused_qkv ? Attention::load_fused(weights, p, partition_, format)
+                                                                   : Attention::load_split(weights, p, partition_, format);
+    if (!mixer) return mixer.error();
+    layer.mixer = std::move(*mixer);
+  }
   if (auto r = read_norm(weights, p + names.input_norm, layer.ln_1); !r) return r.error();
   if (auto r = read_norm(weights, p + names.post_norm, layer.ln_2); !r) return r.error();
+  if (c.zero_centred_norms) {  // applied as x * (1 + w)
+    for (auto* norm : {&layer.ln_1, &layer.ln_2}) {
+      for (float& w : *norm) w += 1.0f;
+    }
+  }
 
   switch (feed_forward_kind(c, index)) {
     case FeedForwardKind::dense_mlp: {
@@ -375,7 +418,9 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
       break;
     }
     case FeedForwardKind::mixture_of_experts: {
-      auto moe = MixtureOfExperts::load(weights, p + names.moe_prefix, partition_, format);
+      const FusedExpertView fused(weights);
+      const WeightSource& experts = names.fused_experts ? static_cast<const WeightSource&>(fused) : weights;
+      auto moe = MixtureOfExperts::load(experts, p + names.moe_prefix, partition_, format);
       if (!moe) return moe.error();
       layer.feed_forward = std::make_unique<MixtureOfExperts>(std::move(*moe));
       break;
@@ -387,7 +432,7 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
 uint64_t Model::weight_bytes() const {
   uint64_t total = lm_head_.weight_bytes();
   for (const Layer& l : layers_) {
-    total += l.mixer.weight_bytes() + l.feed_forward->weight_bytes();
+    total += (l.linear_mixer ? l.linear_mixer->weight_bytes() : l.mixer.weight_bytes()) + l.feed_forward->weight_bytes();
     total += (l.ln_1.size() + l.ln_2.size()) * sizeof(float);
   }
   total += embed_bf16_.size() * sizeof(uint16_t) + embed_f32_.size() * sizeof(float);
@@ -414,13 +459,24 @@ std::string Model::format_name() const {
   return weight_format_name(options_.dtype);
 }
 
-std::string Model::kernel_name() const { return layers_.empty() ? lm_head_.kernel_name() : layers_[0].mixer.kernel_name(); }
+std::string Model::kernel_name() const {
+  for (const Layer& layer : layers_) {
+    if (!layer.linear_mixer) return layer.mixer.kernel_name();
+  }
+  return lm_head_.kernel_name();
+}
 
 std::unique_ptr<Sequence> Model::new_sequence(int capacity) const {
   auto seq = std::make_unique<Sequence>();
   seq->capacity_ = capacity > 0 ? std::min(capacity, max_context_) : max_context_;
   seq->layers_.resize(config_.layers);
-  for (auto& layer : seq->layers_) {
+  seq->linear_.resize(config_.layers);
+  for (int l = 0; l < config_.layers; ++l) {
+    if (layers_[l].linear_mixer) {
+      seq->linear_[l] = layers_[l].linear_mixer->new_state();
+      continue;
+    }
+    auto& layer = seq->layers_[l];
     layer = head_groups_;
     for (auto& g : layer) g.cache = KvCache(g.kv_count, shape_.head_dim, seq->capacity_, options_.kv);
   }
@@ -474,10 +530,17 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
   const size_t hm = static_cast<size_t>(m) * h;
 
   rmsnorm_rows(hidden_.data(), layer.ln_1.data(), normed_.data(), m, h, eps);
-  AttentionPass& attention = attention_pass_;
-  attention.rows_independent = rows_independent_;
-  for (size_t c = 0; c < chunks.size(); ++c) attention.chunk_caches[c] = &chunks[c].sequence->layers_[layer_index];
-  layer.mixer.forward(normed_.data(), m, proj_.data(), shape_, eps, attention);
+  if (layer.linear_mixer) {
+    LinearAttentionPass& linear = linear_pass_;
+    linear.rows_independent = rows_independent_;
+    for (size_t c = 0; c < chunks.size(); ++c) linear.chunk_states[c] = &chunks[c].sequence->linear_[layer_index];
+    layer.linear_mixer->forward(normed_.data(), m, proj_.data(), linear);
+  } else {
+    AttentionPass& attention = attention_pass_;
+    attention.rows_independent = rows_independent_;
+    for (size_t c = 0; c < chunks.size(); ++c) attention.chunk_caches[c] = &chunks[c].sequence->layers_[layer_index];
+    layer.mixer.forward(normed_.data(), m, proj_.data(), shape_, eps, attention);
+  }
   allreduce(proj_.data(), hm);
   add_inplace(hidden_.data(), proj_.data(), hm);
 
@@ -530,6 +593,9 @@ Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool al
   attention_pass_.chunk_rows.clear();
   for (const Chunk& chunk : chunks) attention_pass_.chunk_rows.push_back(static_cast<int>(chunk.tokens.size()));
   attention_pass_.chunk_caches.assign(chunks.size(), nullptr);
+  linear_pass_.pool = pool_.get();
+  linear_pass_.chunk_rows = attention_pass_.chunk_rows;
+  linear_pass_.chunk_states.assign(chunks.size(), nullptr);
   feed_forward_pass_.pool = pool_.get();
 
   embed(tokens_, hidden_.data());

@@ -30,6 +30,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/blocks/attention.h"
 #include "engine/model/blocks/feed_forward.h"
+#include "engine/model/blocks/gated_delta_net.h"
 #include "engine/model/partition.h"
 
 namespace xft::engine {
@@ -62,11 +63,14 @@ class Sequence {
   int capacity() const { return capacity_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
   size_t kv_bytes() const;
+  // Bytes of the linear-attention layers' state (Qwen3.5): fixed per sequence.
+  size_t linear_state_bytes() const;
   // Forgets positions n and later (a chat turn re-tokenized differently);
   // their cache slots are simply overwritten by what comes next.
-  void truncate(int n) {
-    if (n >= 0 && n < length()) tokens_.resize(n);
-  }
+  // A linear-attention (Qwen3.5) state holds no positions to forget: it can
+  // only start over, so there every truncation goes back to an empty sequence.
+  void truncate(int n);
+  bool has_linear_state() const;
   // Appends positions [begin, begin + n) of `from`, a sequence of the same
   // model on the same rank: their tokens and, bit for bit, their keys and
   // values (a cached prompt prefix is copied in instead of prefilled again).
@@ -77,7 +81,8 @@ class Sequence {
   using HeadGroup = KvHeadGroup;
   int capacity_ = 0;
   std::vector<int32_t> tokens_;
-  std::vector<std::vector<HeadGroup>> layers_;
+  std::vector<std::vector<HeadGroup>> layers_;  // empty for linear-attention layers
+  std::vector<LinearAttentionState> linear_;    // per layer; empty for attention layers
 };
 
 // Tokens to append to one sequence in a forward pass.
@@ -141,6 +146,7 @@ class Model {
   struct Layer {
     std::vector<float> ln_1, ln_2;
     Attention mixer;
+    std::unique_ptr<GatedDeltaNet> linear_mixer;  // instead of `mixer` in a linear-attention layer
     std::unique_ptr<FeedForward> feed_forward;
   };
 
@@ -180,6 +186,7 @@ class Model {
   std::vector<int> positions_;
   std::vector<float> hidden_, normed_, proj_, last_, logits_;
   AttentionPass attention_pass_;
+  LinearAttentionPass linear_pass_;
   FeedForwardPass feed_forward_pass_;
 };
 

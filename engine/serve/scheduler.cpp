@@ -51,8 +51,11 @@ void RequestStream::finish(std::string reason, std::string error) {
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model), options_(options), executor_(model, options.max_batch) {
   slots_.resize(static_cast<size_t>(options_.max_batch));
-  kv_per_position_ = model_.new_sequence(1)->kv_bytes();
-  if (options_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(kv_per_position_ * kPrefixBlockTokens);
+  const auto one_position = model_.new_sequence(1);
+  kv_per_position_ = one_position->kv_bytes();
+  state_per_sequence_ = one_position->linear_state_bytes();
+  // A linear-attention state is not a list of positions: no prompt-prefix blocks to copy.
+  if (options_.prefix_cache && !one_position->has_linear_state()) prefix_ = std::make_unique<PrefixCache>(kv_per_position_ * kPrefixBlockTokens);
 }
 
 size_t Scheduler::prefix_room() const {
@@ -84,7 +87,7 @@ Expected<std::shared_ptr<RequestStream>, SubmitError> Scheduler::submit(Generati
                            std::to_string(context) + " (start it with a larger --max-context, or shorten the prompt)",
                        "context_length_exceeded"};
   }
-  const size_t need = static_cast<size_t>(capacity_for(request)) * kv_per_position_;
+  const size_t need = static_cast<size_t>(capacity_for(request)) * kv_per_position_ + state_per_sequence_;
   if (options_.kv_budget_bytes > 0 && need > options_.kv_budget_bytes) {
     return SubmitError{400,
                        "prompt + max_tokens need " + std::to_string(need >> 20) + " MiB of KV cache; the server has " +
@@ -179,7 +182,7 @@ void Scheduler::plan_admissions(StepPlan& plan) {
     if (slots_[slot]) continue;
     Waiting& next = waiting_.front();
     const int capacity = capacity_for(next.request);
-    const size_t bytes = static_cast<size_t>(capacity) * kv_per_position_;
+    const size_t bytes = static_cast<size_t>(capacity) * kv_per_position_ + state_per_sequence_;
     if (budget > 0 && kv_used_ + bytes > budget) break;
     std::vector<int32_t> reuse;
     if (prefix_) {

@@ -150,6 +150,7 @@ class Scheduler {
   Model& model_;
   SchedulerOptions options_;
   size_t kv_per_position_ = 0;
+  size_t state_per_sequence_ = 0;  // linear-attention state (Qwen3.5): fixed per running request
   StepExecutor executor_;
   std::unique_ptr<PrefixCache> prefix_;  // null: SchedulerOptions::prefix_cache off
 

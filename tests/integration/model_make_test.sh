@@ -57,7 +57,7 @@ assert_eq 0 "$RC" "--force exit code ($ERR)"
 
 step "bad options"
 xft model make-test "$TEST_TMP/x" --arch llama
-assert_eq "1|xftctl: --arch: unknown architecture \"llama\" (expected qwen, qwen2, qwen3, qwen2_moe or qwen3_moe)" "$RC|$ERR" "bad --arch"
+assert_eq "1|xftctl: --arch: unknown architecture \"llama\" (expected qwen, qwen2, qwen3, qwen2_moe, qwen3_moe, qwen3_5 or qwen3_5_moe)" "$RC|$ERR" "bad --arch"
 xft model make-test "$TEST_TMP/x" --arch qwen2 --kv-heads 3 --no-tokenizer
 assert_eq "1|xftctl: --kv-heads: must divide --heads 4" "$RC|$ERR" "bad --kv-heads"
 xft model make-test "$TEST_TMP/x" --arch qwen2 --tokenizer-dir "$TEST_TMP/none"

@@ -1,7 +1,9 @@
 #include "engine/model/blocks/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
+#include <utility>
 
 #include "engine/model/weight_reading.h"
 
@@ -74,6 +76,7 @@ Expected<Attention> Attention::load_split(const WeightSource& weights, const std
   const AttentionRows rows = attention_rows(c, partition);
   const Range hidden{0, c.hidden};
   Attention block;
+  if (c.attn_output_gate) return load_gated(weights, p, partition, format);
   std::vector<HostMatrix> qkv;
   for (auto [proj, r, full] : {std::tuple{"q_proj", rows.q, rows.q_width}, {"k_proj", rows.kv, rows.kv_width},
                                {"v_proj", rows.kv, rows.kv_width}}) {
@@ -97,6 +100,50 @@ Expected<Attention> Attention::load_split(const WeightSource& weights, const std
   return block;
 }
 
+// Qwen3.5's gated attention: q_proj rows hold, per head, the query then the
+// output gate; they are packed as [queries | k | v | gates] so that the
+// attention reads q, k and v as it does for the other families.
+Expected<Attention> Attention::load_gated(const WeightSource& weights, const std::string& p,
+                                          const RankPartition& partition, WeightFormat format) {
+  const ModelConfig& c = weights.config();
+  const AttentionSlice& attn = partition.attention;
+  const AttentionRows rows = attention_rows(c, partition);
+  const Range hidden{0, c.hidden};
+  const int d = c.head_dim;
+  Attention block;
+  block.output_gate_ = true;
+  std::vector<HostMatrix> queries, gates, kv;
+  for (int h = attn.q_heads.begin; h < attn.q_heads.end; ++h) {
+    for (auto* into : {&queries, &gates}) {
+      const int first = 2 * h * d + (into == &gates ? d : 0);
+      auto m = read_projection(weights, p + "self_attn.q_proj", {first, first + d}, hidden, 2 * rows.q_width, c.hidden);
+      if (!m) return m.error();
+      into->push_back(std::move(*m));
+    }
+  }
+  for (const char* proj : {"k_proj", "v_proj"}) {
+    auto m = read_projection(weights, p + "self_attn." + proj, rows.kv, hidden, rows.kv_width, c.hidden);
+    if (!m) return m.error();
+    kv.push_back(std::move(*m));
+  }
+  if (c.qkv_bias) return make_error(p + "self_attn: attention_bias with an output gate is not supported");
+  for (auto [name, norm] : {std::pair{"q_norm", &block.q_norm_}, {"k_norm", &block.k_norm_}}) {
+    if (auto r = read_norm(weights, p + "self_attn." + name + ".weight", *norm); !r) return r.error();
+    if (c.zero_centred_norms) {
+      for (float& w : *norm) w += 1.0f;
+    }
+  }
+  std::vector<LinearBlock> blocks;
+  for (const auto* group : {&queries, &kv, &gates}) {
+    for (const HostMatrix& m : *group) blocks.push_back(m.block());
+  }
+  block.qkv_ = Linear(blocks, c.hidden, format);
+  auto o = read_projection(weights, p + "self_attn.o_proj", hidden, rows.q, c.hidden, rows.q_width);
+  if (!o) return o.error();
+  block.o_proj_ = Linear({o->block()}, o->cols, format);
+  return block;
+}
+
 void Attention::forward(const float* x, int m, float* out, const AttentionShape& shape, float eps,
                         AttentionPass& pass) const {
   const int d = shape.head_dim;
@@ -114,6 +161,15 @@ void Attention::forward(const float* x, int m, float* out, const AttentionShape&
   apply_rope(pass.qkv.data() + shape.local_heads * d, m, shape.qkv_width, shape.local_kv_heads, d, pass.positions,
              *pass.rope);
   attend(shape, pass);
+  if (output_gate_) {
+    const int width = shape.local_heads * d;
+    const int gate_at = (shape.local_heads + 2 * shape.local_kv_heads) * d;
+    for (int r = 0; r < m; ++r) {
+      const float* gate = pass.qkv.data() + static_cast<size_t>(r) * shape.qkv_width + gate_at;
+      float* a = pass.attn.data() + static_cast<size_t>(r) * width;
+      for (int i = 0; i < width; ++i) a[i] /= 1.0f + std::exp(-gate[i]);
+    }
+  }
   project(o_proj_, pass.attn.data(), m, out, *pass.pool, pass.rows_independent);
 }
 

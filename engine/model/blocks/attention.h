@@ -4,6 +4,8 @@
 //   q, k = rmsnorm per head       Qwen3 / Qwen3-MoE (q_norm, k_norm)
 //   q, k = rope(q, k, position)   rotate-half
 //   a = attention(q, KV cache)    causal, GQA
+//   a *= sigmoid(gate)            Qwen3.5: q_proj holds each head's query then
+//                                 its output gate (stored after v in the row)
 //   out = a · Woᵀ                 o_proj columns of this rank's heads (the
 //                                 model adds the ranks' parts in an allreduce)
 #pragma once
@@ -35,7 +37,7 @@ struct AttentionShape {
   int local_heads = 0;
   int local_kv_heads = 0;
   int head_dim = 0;
-  int qkv_width = 0;  // (local_heads + 2 * local_kv_heads) * head_dim
+  int qkv_width = 0;  // (local_heads + 2 * local_kv_heads) * head_dim, + local_heads * head_dim of output gates
 };
 
 // What one layer's attention needs from the forward pass: the token rows'
@@ -57,6 +59,9 @@ class Attention {
   // Qwen2/Qwen3 names (q_proj, k_proj, v_proj, o_proj under "<layer>self_attn.").
   static Expected<Attention> load_split(const WeightSource& weights, const std::string& layer_prefix,
                                         const RankPartition& partition, WeightFormat format);
+  // Qwen3.5 (q_proj twice as wide: each head's query, then its output gate).
+  static Expected<Attention> load_gated(const WeightSource& weights, const std::string& layer_prefix,
+                                        const RankPartition& partition, WeightFormat format);
   // Qwen1 names (attn.c_attn stacking q, k, v; attn.c_proj).
   static Expected<Attention> load_fused(const WeightSource& weights, const std::string& layer_prefix,
                                         const RankPartition& partition, WeightFormat format);
@@ -72,6 +77,7 @@ class Attention {
   void attend(const AttentionShape& shape, AttentionPass& pass) const;
 
   std::vector<float> q_norm_, k_norm_;  // empty: no per-head norms
+  bool output_gate_ = false;
   Linear qkv_, o_proj_;
 };
 

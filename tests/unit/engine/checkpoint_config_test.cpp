@@ -167,10 +167,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{R"({"architectures":["LlamaForCausalLM"]})",
                   "m/config.json: architectures: architecture LlamaForCausalLM is not supported "
                   "(supported: QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, "
-                  "Qwen3MoeForCausalLM)"},
+                  "Qwen3MoeForCausalLM, Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)"},
         BadConfig{R"({"hidden_size":8})",
                   "m/config.json: architectures: missing (expected one of QWenLMHeadModel, "
-                  "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)"},
+                  "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+                  "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)"},
         BadConfig{R"({"architectures":"Qwen2ForCausalLM"})",
                   "m/config.json: architectures: expected a list with the model class name, got \"Qwen2ForCausalLM\""},
         BadConfig{"{" + kQwen2 + R"(,"num_attention_heads":2})",
@@ -252,7 +253,8 @@ TEST(CheckpointPresets, RealModelShapes) {
       {"qwen1.5-moe-a2.7b", 2048, 24, 16, 16, 128, 5632, 151936, false, 8192},
       {"qwen-72b", 8192, 80, 64, 64, 128, 24576, 152064, false, 32768},
   };
-  ASSERT_EQ(fake_model_preset_names().size(), std::size(rows));
+  // and the five Qwen3.5 presets (model_qwen35_test.cpp).
+  ASSERT_EQ(fake_model_preset_names().size(), std::size(rows) + 5);
   for (const auto& row : rows) {
     auto c = fake_model_config(row.name);
     ASSERT_TRUE(c.ok()) << c.error().message;
@@ -311,7 +313,8 @@ TEST(CheckpointPresets, ConfigFileOrDirectoryOrError) {
   EXPECT_EQ(fake_model_config(dir.path())->head_dim, 32);
   EXPECT_EQ(fake_model_config("qwen9").error().message,
             "unknown fake model \"qwen9\" (presets: qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b, "
-            "qwen2.5-72b, qwen3-0.6b, qwen3-30b-a3b, qwen3-235b-a22b, qwen2-57b-a14b, qwen1.5-moe-a2.7b, qwen-72b; "
+            "qwen2.5-72b, qwen3-0.6b, qwen3-30b-a3b, qwen3-235b-a22b, qwen2-57b-a14b, qwen1.5-moe-a2.7b, "
+            "qwen3.5-0.8b, qwen3.5-27b, qwen3.5-35b-a3b, qwen3.5-122b-a10b, qwen3.5-397b-a17b, qwen-72b; "
             "or give a config.json path or a model directory)");
 }
 

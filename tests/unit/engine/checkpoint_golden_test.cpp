@@ -210,7 +210,7 @@ TEST(CheckpointTestModel, RejectsImpossibleShapes) {
   spec.head_dim = 15;
   EXPECT_EQ(validate_spec(spec).error().message, "--head-dim: must be even for rotary embeddings, got 15");
   EXPECT_EQ(parse_generator_args("--arch llama").error().message,
-            "--arch: unknown architecture \"llama\" (expected qwen, qwen2, qwen3, qwen2_moe or qwen3_moe)");
+            "--arch: unknown architecture \"llama\" (expected qwen, qwen2, qwen3, qwen2_moe, qwen3_moe, qwen3_5 or qwen3_5_moe)");
 }
 
 TEST(CheckpointTestModel, RejectsImpossibleMixtureOfExperts) {

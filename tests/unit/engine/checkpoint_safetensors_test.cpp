@@ -79,7 +79,8 @@ TEST_F(BadCheckpoint, UnknownArchitecture) {
   write_text(model_ + "/config.json", R"({"architectures":["MistralForCausalLM"]})");
   EXPECT_EQ(open_error(), model_ + "/config.json: architectures: architecture MistralForCausalLM is not "
                                    "supported (supported: QWenLMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                                   "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)");
+                                   "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Qwen3_5ForConditionalGeneration, "
+                                   "Qwen3_5MoeForConditionalGeneration)");
 }
 
 TEST_F(BadCheckpoint, TooShortForTheLength) {

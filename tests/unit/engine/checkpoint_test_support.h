@@ -38,7 +38,8 @@ class TempDir {
 };
 
 inline std::vector<std::string> golden_names() {
-  return {"qwen1-tiny-s5", "qwen2-tiny-s7", "qwen3-tiny-s11", "qwen3moe-tiny-s33", "qwen2moe-tiny-s37"};
+  return {"qwen1-tiny-s5",     "qwen2-tiny-s7",   "qwen3-tiny-s11", "qwen3moe-tiny-s33",
+          "qwen2moe-tiny-s37", "qwen35-tiny-s19", "qwen35moe-tiny-s33"};
 }
 
 inline nlohmann::json golden(const std::string& name) {
