@@ -475,7 +475,7 @@ Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Ho
   std::string key_type;
   auto key = server_key(session.get(), label, key_type);
   if (!key) return key.error();
-  if (auto trusted = known_hosts_->verify(label, host.address, host.port, key_type, *key); !trusted)
+  if (auto trusted = known_hosts_->verify(host.name, label, host.address, host.port, key_type, *key); !trusted)
     return trusted.error();
 
   if (auto authenticated = authenticate(session.get(), host, label, passwords_.get()); !authenticated)

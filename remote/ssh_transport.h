@@ -26,8 +26,8 @@ std::string default_known_hosts_path();
 
 class SshTransport : public Transport {
  public:
-  using Notice = std::function<void(const std::string&)>;
-  // `notice` receives one-line messages for the user (a host key trusted on first use).
+  using Notice = KnownHostsStore::Notice;
+  // `notice` hears of each host key trusted on first use.
   SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice);
   ~SshTransport() override;
 
