@@ -93,8 +93,20 @@ std::string BecomeSession::as_root(const std::vector<std::string>& words) const 
   return launcher::shell_join(argv);
 }
 
+// A host whose sudo does not ask (NOPASSWD, or a root login) would hand the
+// password line to the command: asked once, such a host gets sudo -n.
+Remote<void> BecomeSession::drop_password_unless_asked() {
+  if (password_.empty() || probed_) return {};
+  probed_ = true;
+  auto ran = login_.run(launcher::shell_join({"sudo", "-n", "--", "true"}), {});
+  if (!ran) return ran.error();
+  if (ran->exit_status == 0) ::explicit_bzero(password_.data(), password_.size()), password_.clear();
+  return {};
+}
+
 Remote<CommandResult> BecomeSession::run_words(const std::vector<std::string>& words,
                                                const remote::RunOptions& options) {
+  if (auto probed = drop_password_unless_asked(); !probed) return probed.error();
   remote::RunOptions sent = options;
   if (!password_.empty()) sent.stdin_data = password_ + "\n" + options.stdin_data;
   auto ran = login_.run(as_root(words), sent);

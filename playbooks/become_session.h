@@ -4,7 +4,8 @@
 // `sudo -k -S -p '' --` with the password as the first line of sudo's
 // standard input: never on a command line, in a file or in a message. (-k
 // makes sudo ask every time, so the password line is always read by sudo and
-// never reaches the command.)
+// never reaches the command; a host whose sudo does not ask at all, found by
+// one `sudo -n -- true`, gets sudo -n instead.)
 //
 // Files are written as UserSession writes them, by root: a temp file beside
 // the target (mktemp, 0600), its mode set, then renamed over it, so the file
@@ -47,9 +48,11 @@ class BecomeSession : public remote::RemoteSession {
   remote::Remote<remote::CommandResult> run_words(const std::vector<std::string>& words,
                                                   const remote::RunOptions& options = {});
   remote::RemoteError error(const std::string& what, const remote::CommandResult& ran) const;
+  remote::Remote<void> drop_password_unless_asked();
 
   remote::RemoteSession& login_;
   std::string password_;
+  bool probed_ = false;
 };
 
 // The one line for a run that sudo itself refused, naming the fix; nullopt

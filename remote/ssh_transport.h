@@ -31,6 +31,7 @@ class SshTransport : public Transport {
   SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice);
   ~SshTransport() override;
 
+  // Through the host's bastions (inventory jump:) when it has any.
   Remote<std::unique_ptr<RemoteSession>> connect(const inventory::Host& host) override;
   const SshOptions& options() const { return options_; }
 

@@ -126,10 +126,23 @@ TEST_F(Become, ThePasswordGoesToSudosStdinOnlyAndNeverReachesTheCommand) {
   ASSERT_TRUE(ran.ok());
   EXPECT_EQ("", ran->out) << "the command's stdin holds nothing of the password";
   EXPECT_EQ("s3cret pass\n", host.stdin_data);
-  for (const auto& command : host.commands) {
+  EXPECT_EQ("sudo -n -- true", host.commands.at(0)) << "whether sudo asks at all, asked first";
+  for (size_t i = 1; i < host.commands.size(); ++i) {
+    const auto& command = host.commands[i];
     EXPECT_EQ(0u, command.rfind("sudo -k -S -p '' -- ", 0)) << command;
     EXPECT_EQ(std::string::npos, command.find("s3cret")) << command;
   }
+}
+
+TEST_F(Become, AHostWhoseSudoDoesNotAskNeverGetsThePasswordOnStdin) {
+  auto& host = add("n1", false);
+  testing::FakeSession login(host);
+  BecomeSession root(login, "s3cret pass");
+  auto ran = root.run("cat", remote::RunOptions{.stdin_data = "data\n"});
+  ASSERT_TRUE(ran.ok());
+  EXPECT_EQ("data\n", ran->out);
+  EXPECT_EQ("data\n", host.stdin_data);
+  EXPECT_EQ(0u, host.commands.at(1).rfind("sudo -n -- ", 0)) << host.commands.at(1);
 }
 
 TEST_F(Become, AWrongPasswordIsOneLineNamingTheVariable) {
