@@ -1,5 +1,7 @@
 // The libssh Transport: one SSH session per host, host keys checked against
-// xftctl's own known_hosts, key then password authentication. Never reads
+// xftctl's own known_hosts, key then password authentication; a host behind
+// bastions (inventory jump:) is reached through direct-tcpip channels of each
+// bastion's own session, whose key is checked the same way. Never reads
 // ~/.ssh/config (OpenSSH config would make runs depend on the operator's
 // machine) and never logs a password.
 #pragma once
