@@ -7,6 +7,7 @@
 #include "inventory/load.h"
 #include "playbooks/report_text.h"
 #include "remote/credentials.h"
+#include "remote/ssh_config.h"
 #include "remote/ssh_transport.h"
 #include "common/log.h"
 
@@ -34,6 +35,10 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags) {
     command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
         ->capture_default_str()
         ->check(CLI::Range(0, 86400 * 7));
+  if (absent("--ssh-config"))
+    command.add_option("--ssh-config", flags.ssh_config,
+                       "OpenSSH client config whose Host blocks fill in what the inventory leaves unset "
+                       "(HostName, User, Port, ProxyJump), or none (default: ~/.ssh/config when it exists)");
   // --hosts is the original name; -l/--limit the one Ansible users type.
   if (absent("--hosts") && absent("--limit"))
     command.add_option(absent("-l") ? "-l,--limit,--hosts" : "--limit,--hosts", flags.hosts,
@@ -96,6 +101,9 @@ std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags) {
   options.accept_new_host_keys = flags.accept_new_host_keys;
   options.connect_timeout_s = flags.connect_timeout_s;
   options.command_timeout_s = flags.timeout_s;
+  options.ssh_config = flags.ssh_config == "none"  ? std::string()
+                       : flags.ssh_config.empty() ? remote::default_ssh_config_path()
+                                                  : flags.ssh_config;
   return std::make_unique<NoticingTransport>(options, std::make_shared<TrustedKeyNotices>());
 }
 

@@ -22,6 +22,7 @@ struct ReachFlags {
   int connect_timeout_s = 10;
   int timeout_s = 0;  // per command; 0 = none
   std::string hosts;  // -l/--limit/--hosts PATTERN; empty = every host
+  std::string ssh_config;  // --ssh-config FILE|none; empty: ~/.ssh/config when it exists
 };
 
 // Adds --accept-new-host-keys, --known-hosts, -f/--fanout, --connect-timeout,

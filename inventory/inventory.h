@@ -69,6 +69,11 @@ struct Host {
   // never on a command line); empty: sudo must not ask (sudo -n).
   std::string become_password_env;
   std::vector<JumpHost> jump;  // outermost bastion first
+  // Which reach fields the inventory set (defaults, a group or the host):
+  // ~/.ssh/config fills in only the others.
+  struct Given {
+    bool address = false, user = false, port = false, jump = false;
+  } given;
   Ranks ranks;
   Fabric fabric;
   std::string shared;               // path every host must see the same; empty when none

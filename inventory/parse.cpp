@@ -74,12 +74,12 @@ struct Settings {
 void apply_reach(const Settings& settings, Host& host) {
   if (settings.become) host.become = *settings.become;
   if (settings.become_password_env) host.become_password_env = *settings.become_password_env;
-  if (settings.jump) host.jump = *settings.jump;
+  if (settings.jump) host.jump = *settings.jump, host.given.jump = true;
 }
 
 void apply(const Settings& settings, Host& host) {
-  if (settings.user) host.user = *settings.user;
-  if (settings.port) host.port = *settings.port;
+  if (settings.user) host.user = *settings.user, host.given.user = true;
+  if (settings.port) host.port = *settings.port, host.given.port = true;
   if (settings.credentials) host.credentials = *settings.credentials;
   if (settings.ranks) host.ranks = *settings.ranks;
   if (settings.provider) host.fabric.provider = *settings.provider;
@@ -515,6 +515,7 @@ class Parser {
       apply(settings, host);
       host.name = names[i];
       host.address = addresses[i];
+      host.given.address = static_cast<bool>(entry["address"]);
       host.groups = groups;
       host.line = entry.Mark().line + 1;
       inventory_.hosts.push_back(std::move(host));
@@ -606,7 +607,7 @@ class Parser {
         if (settings.become && !own.become) host.become = *settings.become;
         if (settings.become_password_env && !own.become_password_env)
           host.become_password_env = *settings.become_password_env;
-        if (settings.jump && !own.jump) host.jump = *settings.jump;
+        if (settings.jump && !own.jump) host.jump = *settings.jump, host.given.jump = true;
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "remote/ssh_transport.h"
 
+#include "remote/ssh_config.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -612,8 +614,11 @@ Remote<SessionHandle> open_session(const SshOptions& options, KnownHostsStore& k
 
 }  // namespace
 
-Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Host& host) {
+Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Host& inventory_host) {
   init_libssh_once();
+  auto configured = apply_ssh_config(inventory_host, options_.ssh_config);
+  if (!configured) return RemoteError{Failure::other, configured.error().message};
+  const inventory::Host& host = *configured;
   std::string label = host_label(host);
   // Through each bastion in turn: the first one directly, every next hop
   // (the second bastion, then the host) over a channel of the one before.

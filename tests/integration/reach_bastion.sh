@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Hosts behind a bastion: h02 and h03 drop SSH from the control node (their
 # firewall), so they are reached only through h01 (inventory jump:), over
-# direct-tcpip channels of h01's SSH session. The bastion's host key is
-# checked and recorded like any other; the firewall's counters show that no
-# packet of the run went from the control node to h02 or h03 directly.
+# direct-tcpip channels of h01's SSH session; then the same with an
+# inventory of bare aliases and the bastion in ~/.ssh/config. The bastion's
+# host key is checked and recorded like any other; the firewall's counters
+# show that no packet of the run went from the control node to h02 or h03
+# directly.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
 start_cluster 3 --auth key
@@ -52,6 +54,33 @@ assert_eq "$before_h03" "$(dropped h03)" "no packet from the control node to h03
 for h in h01 h02 h03; do
   grep -q "^$(addr "$h") ssh-ed25519 " "$KNOWN_HOSTS" || fail "$h's key not recorded: $(cat "$KNOWN_HOSTS")"
 done
+
+step "the same through ~/.ssh/config: the inventory names only aliases; HostName and ProxyJump from the config"
+mkdir -p "$HOME/.ssh"
+{
+  echo "Host gw"
+  echo "  HostName $(addr h01)"
+  echo "  User root"
+  echo "Host h02 h03"
+  echo "  ProxyJump gw"
+  echo "Host h02"
+  echo "  HostName $(addr h02)"
+  echo "Host h03"
+  echo "  HostName $(addr h03)"
+} >"$HOME/.ssh/config"
+{
+  echo "defaults: {key: $(jq -Rn --arg v "$CLUSTER_KEY" '$v')}"
+  echo "hosts:"
+  echo "  - {name: h02}"
+  echo "  - {name: h03}"
+} >"$TEST_TMP/aliases.yaml"
+CLUSTER_INVENTORY=$TEST_TMP/aliases.yaml xft exec -- hostname
+assert_eq 0 "$RC" "exec through the config's bastion; err: $ERR"
+assert_eq $'---- h02 (exit 0) ----\nh02\n---- h03 (exit 0) ----\nh03' "$OUT" "each alias answered"
+assert_eq "$before_h02" "$(dropped h02)" "no packet from the control node to h02 directly (config)"
+CLUSTER_INVENTORY=$TEST_TMP/aliases.yaml xft exec --ssh-config none --connect-timeout 2 -- hostname
+assert_eq 4 "$RC" "with --ssh-config none the aliases do not resolve; out: $OUT"
+rm "$HOME/.ssh/config"
 
 step "a changed bastion key is refused, naming the bastion"
 bash "$CLUSTER_SH" rekey "$CLUSTER_DIR" h01 >&2
