@@ -5,7 +5,9 @@
 
 #include "cli/command.h"
 #include "inventory/load.h"
+#include "playbooks/report_text.h"
 #include "remote/credentials.h"
+#include "remote/ssh_config.h"
 #include "remote/ssh_transport.h"
 #include "common/log.h"
 
@@ -33,11 +35,65 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags) {
     command.add_option("--timeout", flags.timeout_s, "seconds a remote command may run (0: no limit)")
         ->capture_default_str()
         ->check(CLI::Range(0, 86400 * 7));
+  if (absent("--ssh-config"))
+    command.add_option("--ssh-config", flags.ssh_config,
+                       "OpenSSH client config whose Host blocks fill in what the inventory leaves unset "
+                       "(HostName, User, Port, ProxyJump), or none (default: ~/.ssh/config when it exists)");
   // --hosts is the original name; -l/--limit the one Ansible users type.
   if (absent("--hosts") && absent("--limit"))
     command.add_option(absent("-l") ? "-l,--limit,--hosts" : "--limit,--hosts", flags.hosts,
                        "hosts to work on, an Ansible pattern: all,compute,!node01; @group, &group, h[01-04], h0*");
 }
+
+namespace {
+
+// Host keys trusted on first use are told once the command is done with its
+// hosts, folded (one line for 64 hosts); each key with its fingerprint goes
+// to -v right away, and to --log-format json as a record of its own.
+class TrustedKeyNotices {
+ public:
+  void record(const remote::TrustedHostKey& key) {
+    log::Fields fields{{"host", key.host}, {"key_type", key.key_type}, {"fingerprint", key.fingerprint},
+                       {"known_hosts", key.known_hosts}};
+    if (log::current_format() == log::Format::json) return log::info(key.message(), fields);
+    log::debug(key.message(), fields);
+    std::lock_guard lock(mutex_);
+    keys_.push_back(key);
+    keys_.back().known_hosts = playbooks::path_from_home(key.known_hosts, remote::home_directory());
+  }
+
+  void flush() {
+    std::lock_guard lock(mutex_);
+    for (const auto& line : playbooks::trusted_keys_notice(keys_, playbooks::kReportWidth - kLogPrefix.size()))
+      log::info(line);
+    keys_.clear();
+  }
+
+ private:
+  static constexpr std::string_view kLogPrefix = "xftctl: ";
+  std::mutex mutex_;
+  std::vector<remote::TrustedHostKey> keys_;
+};
+
+// The SSH transport, telling the keys it trusted when the command lets it go.
+class NoticingTransport : public remote::Transport {
+ public:
+  NoticingTransport(remote::SshOptions options, std::shared_ptr<TrustedKeyNotices> notices)
+      : notices_(notices),
+        ssh_(std::move(options), std::make_shared<remote::DefaultPasswordSource>(),
+             [notices](const remote::TrustedHostKey& key) { notices->record(key); }) {}
+  ~NoticingTransport() override { notices_->flush(); }
+
+  remote::Remote<std::unique_ptr<remote::RemoteSession>> connect(const inventory::Host& host) override {
+    return ssh_.connect(host);
+  }
+
+ private:
+  std::shared_ptr<TrustedKeyNotices> notices_;
+  remote::SshTransport ssh_;
+};
+
+}  // namespace
 
 std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags) {
   remote::SshOptions options;
@@ -45,10 +101,10 @@ std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags) {
   options.accept_new_host_keys = flags.accept_new_host_keys;
   options.connect_timeout_s = flags.connect_timeout_s;
   options.command_timeout_s = flags.timeout_s;
-  // The logger serializes the fan-out threads' notices.
-  auto notice = [](const std::string& line) { log::info(line); };
-  return std::make_unique<remote::SshTransport>(
-      options, std::make_shared<remote::DefaultPasswordSource>(), notice);
+  options.ssh_config = flags.ssh_config == "none"  ? std::string()
+                       : flags.ssh_config.empty() ? remote::default_ssh_config_path()
+                                                  : flags.ssh_config;
+  return std::make_unique<NoticingTransport>(options, std::make_shared<TrustedKeyNotices>());
 }
 
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,

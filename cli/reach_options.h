@@ -22,6 +22,7 @@ struct ReachFlags {
   int connect_timeout_s = 10;
   int timeout_s = 0;  // per command; 0 = none
   std::string hosts;  // -l/--limit/--hosts PATTERN; empty = every host
+  std::string ssh_config;  // --ssh-config FILE|none; empty: ~/.ssh/config when it exists
 };
 
 // Adds --accept-new-host-keys, --known-hosts, -f/--fanout, --connect-timeout,
@@ -30,8 +31,8 @@ struct ReachFlags {
 // Set flags.timeout_s first to change its default.
 void add_reach_flags(CLI::App& command, ReachFlags& flags);
 
-// libssh transport; passwords from the environment or a prompt; host key
-// notices go to stderr.
+// libssh transport; passwords from the environment or a prompt; the host keys
+// it trusts on first use are told on stderr, folded, when it is destroyed.
 std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags);
 
 // Locates and loads the inventory, then applies --limit (inventory::select_hosts).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "inventory/checks.h"
@@ -202,6 +203,49 @@ Problem check_host_name(std::string_view value) {
 Problem check_address(std::string_view value) {
   if (is_valid_address(std::string(value))) return std::nullopt;
   return quoted_value(value) + " is not an IPv4/IPv6 address or a valid DNS host name";
+}
+
+Problem check_become(std::string_view value) {
+  if (value == "sudo" || value == "none") return std::nullopt;
+  return quoted_value(value) + " is not a way to become root (use sudo, or none for a root login)";
+}
+
+Problem check_jump_host(std::string_view value, JumpHost* parsed) {
+  const std::string form = " (use [user@]host[:port], e.g. ec2-user@bastion.example.com:22)";
+  if (value.empty()) return "is empty" + form;
+  JumpHost jump;
+  std::string_view rest = value;
+  if (size_t at = rest.find('@'); at != std::string_view::npos) {
+    std::string_view user = rest.substr(0, at);
+    if (user.empty()) return quoted_value(value) + " has an empty user before '@'" + form;
+    if (auto problem = check_user_name(user)) return *problem;
+    jump.user = std::string(user);
+    rest = rest.substr(at + 1);
+  }
+  std::optional<std::string_view> port;
+  if (!rest.empty() && rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return quoted_value(value) + " opens '[' without ']'" + form;
+    jump.address = std::string(rest.substr(1, close - 1));
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return quoted_value(value) + " has text after ']'" + form;
+    if (!after.empty()) port = after.substr(1);
+    if (jump.address.find(':') == std::string::npos)
+      return quoted_value(value) + ": brackets are for IPv6 addresses only" + form;
+  } else {
+    size_t colon = rest.find(':');
+    if (colon != std::string_view::npos && rest.find(':', colon + 1) != std::string_view::npos)
+      return quoted_value(value) + ": an IPv6 address goes in brackets, [addr]:port" + form;
+    jump.address = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+  }
+  if (auto problem = check_address(jump.address)) return *problem + form;
+  if (port) {
+    if (auto problem = check_port(*port)) return *problem;
+    jump.port = std::stoi(std::string(*port));
+  }
+  if (parsed) *parsed = std::move(jump);
+  return std::nullopt;
 }
 
 }  // namespace xft::inventory

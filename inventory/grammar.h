@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "inventory/inventory.h"
+
 namespace xft::inventory {
 
 using Problem = std::optional<std::string>;
@@ -52,5 +54,10 @@ Problem check_env_var_name(std::string_view value);
 Problem check_host_name(std::string_view value);
 // IPv4/IPv6 literal or DNS name.
 Problem check_address(std::string_view value);
+// become: `sudo` (run root's steps through sudo) or `none`.
+Problem check_become(std::string_view value);
+// One bastion: [user@]host[:port], host an IPv4 address, a DNS name or an
+// [IPv6] literal in brackets; user and port as for a host. Fills `parsed`.
+Problem check_jump_host(std::string_view value, JumpHost* parsed = nullptr);
 
 }  // namespace xft::inventory

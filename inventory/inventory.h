@@ -41,12 +41,39 @@ struct Nfs {
   std::string options = "rw,sync,no_root_squash,no_subtree_check";
 };
 
+// How a step that needs root gets it when the login user is not root.
+enum class Become { none, sudo };
+
+// A bastion the SSH session goes through: `[user@]host[:port]`; an empty user
+// means the login user of the host behind it.
+struct JumpHost {
+  std::string user;
+  std::string address;
+  int port = 22;
+
+  std::string text() const;  // as written: "ec2-user@bastion:2222"
+  bool operator==(const JumpHost&) const = default;
+};
+
+// At most this many bastions in a row (ProxyJump a,b).
+constexpr size_t kMaxJumpHosts = 2;
+
 struct Host {
   std::string name;
   std::string address;
   std::string user = "root";
   int port = 22;
   Credentials credentials;
+  Become become = Become::none;
+  // The environment variable holding the sudo password (fed to sudo's stdin,
+  // never on a command line); empty: sudo must not ask (sudo -n).
+  std::string become_password_env;
+  std::vector<JumpHost> jump;  // outermost bastion first
+  // Which reach fields the inventory set (defaults, a group or the host):
+  // ~/.ssh/config fills in only the others.
+  struct Given {
+    bool address = false, user = false, port = false, jump = false;
+  } given;
   Ranks ranks;
   Fabric fabric;
   std::string shared;               // path every host must see the same; empty when none

@@ -20,14 +20,18 @@ namespace {
 
 const std::vector<std::string> top_keys = {"defaults", "groups", "hosts", "nfs"};
 const std::vector<std::string> setting_keys = {"user",   "port",  "key",    "password_env",
-                                               "password_prompt", "ranks", "fabric", "shared"};
+                                               "password_prompt", "ranks", "fabric", "shared",
+                                               "become", "become_password_env", "jump"};
+// What a group may set for its members (a host's own value wins).
+const std::vector<std::string> group_keys = {"hosts", "become", "become_password_env", "jump"};
 const std::vector<std::string> host_only_keys = {"name", "address", "groups"};
 const std::vector<std::string> fabric_keys = {"provider", "iface", "env"};
 const std::vector<std::string> nfs_keys = {"server", "export", "options"};
 // Keys people reach for when they want to store a password; all refused.
 const std::set<std::string> password_keys = {"password",         "passwd",          "pass",
                                              "ssh_password",     "ssh_pass",        "ansible_ssh_pass",
-                                             "ansible_password", "ansible_become_pass"};
+                                             "ansible_password", "ansible_become_pass", "become_password",
+                                             "become_pass",      "sudo_password",   "sudo_pass"};
 
 std::string join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
@@ -61,11 +65,21 @@ struct Settings {
   std::optional<std::string> iface;
   std::vector<std::pair<std::string, std::string>> fabric_env;
   std::optional<std::string> shared;
+  std::optional<Become> become;
+  std::optional<std::string> become_password_env;
+  std::optional<std::vector<JumpHost>> jump;  // empty for jump: none
 };
 
+// The reach settings a group gives its members where they set none themselves.
+void apply_reach(const Settings& settings, Host& host) {
+  if (settings.become) host.become = *settings.become;
+  if (settings.become_password_env) host.become_password_env = *settings.become_password_env;
+  if (settings.jump) host.jump = *settings.jump, host.given.jump = true;
+}
+
 void apply(const Settings& settings, Host& host) {
-  if (settings.user) host.user = *settings.user;
-  if (settings.port) host.port = *settings.port;
+  if (settings.user) host.user = *settings.user, host.given.user = true;
+  if (settings.port) host.port = *settings.port, host.given.port = true;
   if (settings.credentials) host.credentials = *settings.credentials;
   if (settings.ranks) host.ranks = *settings.ranks;
   if (settings.provider) host.fabric.provider = *settings.provider;
@@ -76,6 +90,7 @@ void apply(const Settings& settings, Host& host) {
     else host.fabric.env.emplace_back(name, value);
   }
   if (settings.shared) host.shared = *settings.shared;
+  apply_reach(settings, host);
 }
 
 // Where each expanded host came from, to point duplicates at their lines.
@@ -83,6 +98,7 @@ struct HostOrigin {
   std::string prefix;  // "hosts[3]"
   YAML::Mark name_mark;
   YAML::Mark address_mark;
+  Settings own;  // what the entry itself set, which a group's settings do not override
 };
 
 class Parser {
@@ -140,6 +156,8 @@ class Parser {
     }
     if (const YAML::Node node = root["groups"]) read_groups(node);
     collect_groups();
+    give_group_settings();
+    check_become_passwords();
     if (const YAML::Node node = root["nfs"]) read_nfs(node);
     inventory_.path = path_;
   }
@@ -324,7 +342,62 @@ class Parser {
     if (const YAML::Node node = map["shared"]) settings.shared = read_absolute_path(node, join(prefix, "shared"));
     if (const YAML::Node node = map["fabric"]) read_fabric(node, join(prefix, "fabric"), settings);
     settings.credentials = read_credentials(map, prefix);
+    read_reach(map, prefix, settings);
     return settings;
+  }
+
+  // become, become_password_env and jump: the keys defaults, groups and hosts share.
+  void read_reach(const YAML::Node& map, const std::string& prefix, Settings& settings) {
+    if (const YAML::Node node = map["become"]) {
+      if (auto text = read_checked(node, join(prefix, "become"), check_become))
+        settings.become = *text == "sudo" ? Become::sudo : Become::none;
+    }
+    if (const YAML::Node node = map["become_password_env"])
+      settings.become_password_env = read_checked(node, join(prefix, "become_password_env"), check_env_var_name);
+    if (const YAML::Node node = map["jump"]) settings.jump = read_jump(node, join(prefix, "jump"));
+  }
+
+  // One bastion, a list of at most two (outermost first), "a,b" as in
+  // ProxyJump, or none.
+  std::optional<std::vector<JumpHost>> read_jump(const YAML::Node& node, const std::string& field) {
+    std::vector<std::pair<YAML::Node, std::string>> items;
+    if (node.IsSequence()) {
+      for (const auto& item : node) {
+        auto text = read_string(item, field);
+        if (!text) return std::nullopt;
+        items.emplace_back(item, *text);
+      }
+      if (items.empty()) {
+        error(node, field, "the list is empty (name a bastion, [user@]host[:port], or write jump: none)");
+        return std::nullopt;
+      }
+    } else {
+      auto text = read_string(node, field);
+      if (!text) return std::nullopt;
+      if (*text == "none") return std::vector<JumpHost>{};
+      for (size_t start = 0;;) {
+        size_t comma = text->find(',', start);
+        items.emplace_back(node, text->substr(start, comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+    if (items.size() > kMaxJumpHosts) {
+      error(node, field,
+            std::to_string(items.size()) + " bastions in a row (at most " + std::to_string(kMaxJumpHosts) +
+                "; reach the inner ones from the cluster network instead)");
+      return std::nullopt;
+    }
+    std::vector<JumpHost> chain;
+    for (const auto& [item, text] : items) {
+      JumpHost jump;
+      if (auto problem = check_jump_host(text, &jump)) {
+        error(item, field, *problem);
+        return std::nullopt;
+      }
+      chain.push_back(std::move(jump));
+    }
+    return chain;
   }
 
   std::vector<std::string> expand(const YAML::Node& node, const std::string& field, const std::string& text) {
@@ -442,10 +515,12 @@ class Parser {
       apply(settings, host);
       host.name = names[i];
       host.address = addresses[i];
+      host.given.address = static_cast<bool>(entry["address"]);
       host.groups = groups;
       host.line = entry.Mark().line + 1;
       inventory_.hosts.push_back(std::move(host));
-      origins_.push_back({prefix, entry["name"].Mark(), entry["address"] ? entry["address"].Mark() : entry["name"].Mark()});
+      origins_.push_back({prefix, entry["name"].Mark(),
+                          entry["address"] ? entry["address"].Mark() : entry["name"].Mark(), settings});
     }
   }
 
@@ -481,7 +556,18 @@ class Parser {
         error(key, field, "a host has the same name (rename the group so targets are unambiguous)");
         continue;
       }
-      const YAML::Node members = it->second;
+      YAML::Node members = it->second;
+      Settings group_settings;
+      if (members.IsMap()) {
+        check_keys(members, field, group_keys, {});
+        read_reach(members, field, group_settings);
+        if (!members["hosts"]) {
+          error(members, field + ".hosts", "missing (list the group's hosts, e.g. hosts: [\"node[01-04]\"])");
+          continue;
+        }
+        members = members["hosts"];
+        group_settings_order_.emplace_back(group, group_settings);
+      }
       if (!members.IsSequence() && !members.IsScalar()) {
         error(members, field, "expected a list of host names or patterns (like [\"node[01-04]\", head]), got " +
                                   describe(members));
@@ -499,6 +585,7 @@ class Parser {
           }
           if (std::find(host->groups.begin(), host->groups.end(), group) == host->groups.end())
             host->groups.push_back(group);
+
         }
       };
       if (members.IsScalar()) {
@@ -506,6 +593,32 @@ class Parser {
       } else {
         for (const auto& item : members) add_member(item);
       }
+    }
+  }
+
+  // A group's become/jump reach its members (however they joined it) unless
+  // their own entry set them; of two groups, the one declared later wins.
+  void give_group_settings() {
+    for (const auto& [group, settings] : group_settings_order_) {
+      for (size_t i = 0; i < inventory_.hosts.size(); ++i) {
+        Host& host = inventory_.hosts[i];
+        if (std::find(host.groups.begin(), host.groups.end(), group) == host.groups.end()) continue;
+        const Settings& own = origins_[i].own;
+        if (settings.become && !own.become) host.become = *settings.become;
+        if (settings.become_password_env && !own.become_password_env)
+          host.become_password_env = *settings.become_password_env;
+        if (settings.jump && !own.jump) host.jump = *settings.jump, host.given.jump = true;
+      }
+    }
+  }
+
+  // A sudo password for a host that does not use sudo is a mistake in the file.
+  void check_become_passwords() {
+    for (size_t i = 0; i < inventory_.hosts.size(); ++i) {
+      const Host& host = inventory_.hosts[i];
+      if (host.become == Become::none && !host.become_password_env.empty())
+        error(origins_[i].name_mark, origins_[i].prefix + ".become_password_env",
+              "set for " + host.name + " but become is not sudo there (add become: sudo or remove it)");
     }
   }
 
@@ -570,6 +683,7 @@ class Parser {
   ErrorList errors_;
   Inventory inventory_;
   std::vector<HostOrigin> origins_;
+  std::vector<std::pair<std::string, Settings>> group_settings_order_;  // groups that set become/jump
 };
 
 }  // namespace

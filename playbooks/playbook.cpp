@@ -61,7 +61,7 @@ const std::vector<KindSpec>& kind_specs() {
 
 const std::vector<std::string> kTaskKeys = {"name",        "when",     "changed_when", "failed_when", "fail_msg",
                                             "until",       "retries",  "delay",        "register",    "run_once",
-                                            "ignore_errors", "check_mode", "no_log",    "tags"};
+                                            "ignore_errors", "check_mode", "no_log",    "tags",        "become"};
 const std::vector<std::string> kPlayKeys = {"name", "hosts", "vars", "any_errors_fatal", "max_fail_percentage",
                                             "tasks"};
 
@@ -216,6 +216,7 @@ class Loader {
       else if (key == "ignore_errors") task.ignore_errors = boolean(value, field);
       else if (key == "check_mode") task.check_mode = boolean(value, field);
       else if (key == "no_log") task.no_log = boolean(value, field);
+      else if (key == "become") task.become = boolean(value, field);
       else if (key == "tags") {
         if (value.IsScalar()) task.tags.push_back(value.as<std::string>());
         else if (value.IsSequence())

@@ -35,6 +35,9 @@ struct Task {
   bool ignore_errors = false;     // a failure is reported but the host stays in the play
   bool check_mode = true;         // false: runs even under --check (read-only probes)
   bool no_log = false;            // result text (stdout, diff) never printed
+  // Needs root: on a host with become: sudo it runs through sudo; elsewhere
+  // as the login user (root, or a failure that says the step needs root).
+  bool become = false;
   std::vector<std::string> tags;  // --skip TAG leaves out tasks with that tag
   int line = 0;                   // where the task starts in the file
 };

@@ -223,6 +223,37 @@ std::vector<std::string> fold_lines(const std::vector<std::string>& names, size_
   return lines;
 }
 
+std::vector<std::string> trusted_keys_notice(const std::vector<remote::TrustedHostKey>& keys, size_t width) {
+  std::vector<std::string> paths;
+  for (const auto& key : keys)
+    if (std::find(paths.begin(), paths.end(), key.known_hosts) == paths.end()) paths.push_back(key.known_hosts);
+  std::vector<std::string> messages;
+  for (const auto& path : paths) {
+    std::vector<const remote::TrustedHostKey*> here;
+    for (const auto& key : keys)
+      if (key.known_hosts == path) here.push_back(&key);
+    if (here.size() == 1) {
+      messages.push_back(here.front()->message());
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const auto* key : here) names.push_back(key->host);
+    std::string tail = ": new host keys trusted (as asked), added to " + path;
+    auto lines = fold_lines(names, width > tail.size() + 16 ? width - tail.size() : 16);
+    std::string message;
+    for (size_t i = 0; i + 1 < lines.size(); ++i) message += lines[i] + "\n";
+    messages.push_back(message + lines.back() + tail);
+  }
+  return messages;
+}
+
+std::string path_from_home(const std::string& path, const std::string& home) {
+  if (home.empty() || home == "/" || path.size() <= home.size() + 1 || path.compare(0, home.size(), home) != 0 ||
+      path[home.size()] != '/')
+    return path;
+  return "~" + path.substr(home.size());
+}
+
 std::string format_task(const TaskReport& task, const TextOptions& options) {
   if (options.per_host) return format_task_per_host(task, options.diff);
   std::string out = task_title(task);

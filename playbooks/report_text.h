@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "playbooks/runner.h"
+#include "remote/known_hosts.h"
 
 namespace xft::playbooks {
 
@@ -46,6 +47,17 @@ struct FoldedMessage {
 // "h[03,05]: unreachable: Connection refused", in the order each message
 // first appears; a host alone keeps its message whole, address included.
 std::vector<FoldedMessage> fold_messages(const std::vector<HostMessage>& messages);
+
+// The notice for host keys trusted on first use, one message per known_hosts
+// file: a host alone keeps its whole line (fingerprint included); several
+// share "h[01-64]: new host keys trusted (as asked), added to PATH", their
+// set cut into lines of at most `width` columns (all but the last ending
+// with ','), so 64 hosts take one line and not 64 of 200 columns.
+std::vector<std::string> trusted_keys_notice(const std::vector<remote::TrustedHostKey>& keys, size_t width);
+
+// "~/.config/xftctl/known_hosts" for a path under `home`, as a shell reads it
+// back, so a notice that names the file still fits its line.
+std::string path_from_home(const std::string& path, const std::string& home);
 
 // Where a run stands, for a progress line: the connection (task 0), then
 // each task the run tries; its units are hosts x tasks, the ones still ahead

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "playbooks/become_session.h"
 #include "remote/fanout.h"
 #include "playbooks/expression.h"
 #include "playbooks/render.h"
@@ -20,6 +21,7 @@ enum class HostState { active, failed, unreachable };
 struct HostSlot {
   inventory::Host host;
   std::unique_ptr<remote::RemoteSession> session;
+  std::unique_ptr<BecomeSession> root;  // over `session`, made by the first become: task
   HostState state = HostState::active;
   Json facts;                          // host_facts + play vars
   Json registered = Json::object();    // register: results
@@ -105,6 +107,27 @@ TaskResult settle(const Task& task, TaskResult result, const Json& scope) {
   return result;
 }
 
+// The session a task runs in: root's through sudo for a become: task on a
+// host with become: sudo (made once per host), the login user's otherwise.
+Expected<remote::RemoteSession*> session_for(const Task& task, HostSlot& slot) {
+  if (!task.become || slot.host.become != inventory::Become::sudo) return slot.session.get();
+  if (!slot.root) {
+    auto password = become_password(slot.host);
+    if (!password) return password.error();
+    slot.root = std::make_unique<BecomeSession>(*slot.session, std::move(*password));
+  }
+  return slot.root.get();
+}
+
+// A root step that failed as a non-root login without become says what it needed.
+void say_root_is_needed(const Task& task, const HostSlot& slot, TaskResult& result) {
+  if (!task.become || result.status != TaskStatus::failed || slot.host.become != inventory::Become::none ||
+      slot.host.user == "root")
+    return;
+  result.msg += " (this step needs root and " + slot.host.name + " logs in as " + slot.host.user +
+                ": set become: sudo for it in the inventory, or log in as root)";
+}
+
 TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, const RunSettings& settings) {
   if (!task.when.empty()) {
     auto holds = evaluate_condition(task.when, scope);
@@ -123,7 +146,14 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
     result.msg = args.error().message;
     return result;
   }
-  TaskEnv env{*slot.session, false, false, {}, {}, nullptr};
+  auto session = session_for(task, slot);
+  if (!session) {
+    TaskResult result;
+    result.status = TaskStatus::failed;
+    result.msg = session.error().message;
+    return result;
+  }
+  TaskEnv env{**session, false, false, {}, {}, nullptr};
   env.check = settings.check && task.check_mode;
   env.diff = settings.diff && !task.no_log;
   env.templates_dir = settings.templates_dir;
@@ -150,6 +180,7 @@ TaskResult run_on_host(const Task& task, HostSlot& slot, const Json& scope, cons
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(task.delay_s));
   }
+  say_root_is_needed(task, slot, result);
   result.data["attempts"] = 1;
   if (task.no_log) {
     result.diff.clear();

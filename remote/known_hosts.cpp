@@ -240,7 +240,12 @@ std::vector<std::string> KnownHostsStore::key_types_for(const std::string& addre
   return known->key_types_for(known_hosts_name(address, port));
 }
 
-Remote<void> KnownHostsStore::verify(const std::string& label, const std::string& address, int port,
+std::string TrustedHostKey::message() const {
+  return label + ": trusting new host key " + key_type + " " + fingerprint + " on first use (as asked); recorded in " +
+         known_hosts;
+}
+
+Remote<void> KnownHostsStore::verify(const std::string& host, const std::string& label, const std::string& address, int port,
                                      const std::string& key_type, const std::string& key_base64) {
   std::lock_guard lock(mutex_);
   // Re-read every time: another xftctl may have added keys since we started.
@@ -277,8 +282,7 @@ Remote<void> KnownHostsStore::verify(const std::string& label, const std::string
   auto written = parent ? write_file_atomic(path_, known->text(), 0644) : parent;
   if (!written)
     return RemoteError{Failure::other, label + ": cannot record the host key: " + written.error().message};
-  if (notice_)
-    notice_(label + ": trusting new host key " + offered + " on first use (as asked); recorded in " + path_);
+  if (notice_) notice_({host, label, key_type, fingerprint_or_placeholder(key_type, key_base64), path_});
   return {};
 }
 

@@ -62,15 +62,28 @@ class KnownHosts {
   std::vector<KnownHostEntry> entries_;
 };
 
+// A key trusted on first use, for the notice that reports it: one line per
+// host would fill a cluster's terminal, so the caller folds them.
+struct TrustedHostKey {
+  std::string host;         // inventory name, "h01"
+  std::string label;        // "h01 (10.0.0.1)"
+  std::string key_type;     // "ssh-ed25519"
+  std::string fingerprint;  // "SHA256:..."
+  std::string known_hosts;  // the file it was recorded in
+
+  // "h01 (10.0.0.1): trusting new host key ssh-ed25519 SHA256:... on first use (as asked); recorded in PATH"
+  std::string message() const;
+};
+
 // Verifies server keys against one file on behalf of many threads, adding
 // new keys (re-read, append, atomic rewrite) under a lock.
 class KnownHostsStore {
  public:
-  using Notice = std::function<void(const std::string&)>;
+  using Notice = std::function<void(const TrustedHostKey&)>;
   KnownHostsStore(std::string path, bool accept_new, Notice notice);
 
-  // `label` ("h01 (10.0.0.1)") starts every message.
-  Remote<void> verify(const std::string& label, const std::string& address, int port,
+  // `label` ("h01 (10.0.0.1)") starts every message; `host` is the inventory name.
+  Remote<void> verify(const std::string& host, const std::string& label, const std::string& address, int port,
                       const std::string& key_type, const std::string& key_base64);
   std::vector<std::string> key_types_for(const std::string& address, int port);
   const std::string& path() const { return path_; }

@@ -1,6 +1,10 @@
 #include "remote/ssh_transport.h"
 
+#include "remote/ssh_config.h"
+
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
 #include <string.h>
@@ -10,8 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <atomic>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -119,10 +125,103 @@ int password_by_keyboard_interactive(ssh_session session, const std::string& pas
   return rc;
 }
 
+// One hop through a bastion: a direct-tcpip channel of the bastion's session
+// to the next host, joined to one end of a socket pair whose other end is
+// the next session's socket (SSH_OPTIONS_FD). libssh 0.10 has no native jump
+// host; its ProxyJump runs the OpenSSH client, which would check the
+// bastion's key against another known_hosts. A thread pumps bytes both ways;
+// it alone touches the bastion's session after the channel is open.
+class Tunnel {
+ public:
+  static Remote<std::unique_ptr<Tunnel>> open(SessionHandle bastion, const std::string& bastion_label,
+                                              const std::string& address, int port) {
+    ChannelHandle channel(ssh_channel_new(bastion.get()));
+    if (!channel ||
+        ssh_channel_open_forward(channel.get(), address.c_str(), port, "127.0.0.1", 22) != SSH_OK) {
+      std::string error = ssh_get_error(bastion.get());
+      return RemoteError{Failure::unreachable, bastion_label + ": the bastion cannot reach " + address + ":" +
+                                                   std::to_string(port) + ": " + error};
+    }
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+      return RemoteError{Failure::other, bastion_label + ": socketpair: " + std::strerror(errno)};
+    return std::unique_ptr<Tunnel>(new Tunnel(std::move(bastion), std::move(channel), fds[0], fds[1]));
+  }
+
+  ~Tunnel() {
+    stop_ = true;
+    if (pump_.joinable()) pump_.join();
+    ::close(local_);
+    if (!handed_out_) ::close(remote_);
+  }
+
+  // The socket for the next session; libssh closes it with that session.
+  int take_socket() {
+    handed_out_ = true;
+    return remote_;
+  }
+
+ private:
+  Tunnel(SessionHandle bastion, ChannelHandle channel, int local, int remote)
+      : bastion_(std::move(bastion)), channel_(std::move(channel)), local_(local), remote_(remote) {
+    pump_ = std::thread([this] { pump(); });
+  }
+
+  void pump() {
+    char buffer[kChunk];
+    ssh_channel channel = channel_.get();
+    while (!stop_) {
+      pollfd fds[2] = {{local_, POLLIN, 0}, {ssh_get_fd(bastion_.get()), POLLIN, 0}};
+      if (::poll(fds, 2, 100) < 0 && errno != EINTR) break;
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t n = ::read(local_, buffer, sizeof buffer);
+        if (n <= 0) {
+          ssh_channel_send_eof(channel);
+          break;
+        }
+        for (ssize_t done = 0; done < n;) {
+          int sent = ssh_channel_write(channel, buffer + done, static_cast<uint32_t>(n - done));
+          if (sent < 0) return;
+          done += sent;
+        }
+      }
+      for (;;) {
+        int n = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, 0);
+        if (n == SSH_ERROR) return close_local();
+        if (n <= 0) break;
+        if (!write_local(buffer, static_cast<size_t>(n))) return;
+      }
+      if (ssh_channel_is_eof(channel) || ssh_channel_is_closed(channel)) return close_local();
+    }
+  }
+
+  // The next session sees the bastion's side end as a closed connection.
+  void close_local() { ::shutdown(local_, SHUT_WR); }
+
+  bool write_local(const char* data, size_t size) {
+    for (size_t done = 0; done < size;) {
+      ssize_t n = ::write(local_, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  SessionHandle bastion_;
+  ChannelHandle channel_;
+  int local_, remote_;
+  bool handed_out_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread pump_;
+};
+
 class SshSession : public RemoteSession {
  public:
-  SshSession(SessionHandle session, inventory::Host host, std::string host_key, int default_timeout_s)
-      : session_(std::move(session)),
+  SshSession(std::vector<std::unique_ptr<Tunnel>> tunnels, SessionHandle session, inventory::Host host,
+             std::string host_key, int default_timeout_s)
+      : tunnels_(std::move(tunnels)),
+        session_(std::move(session)),
         host_(std::move(host)),
         label_(host_label(host_)),
         host_key_(std::move(host_key)),
@@ -392,6 +491,7 @@ class SshSession : public RemoteSession {
     return {};
   }
 
+  std::vector<std::unique_ptr<Tunnel>> tunnels_;  // outlive session_, whose socket they carry
   SessionHandle session_;
   sftp_session sftp_ = nullptr;
   inventory::Host host_;
@@ -419,7 +519,7 @@ SshTransport::~SshTransport() = default;
 namespace {
 
 Remote<void> set_session_options(ssh_session session, const inventory::Host& host,
-                                 const SshOptions& options, const std::string& label) {
+                                 const SshOptions& options, const std::string& label, int socket) {
   bool process_config = false;
   int nodelay = 1;
   long timeout = std::max(options.connect_timeout_s, 1);
@@ -435,6 +535,10 @@ Remote<void> set_session_options(ssh_session session, const inventory::Host& hos
             ssh_options_set(session, SSH_OPTIONS_NODELAY, &nodelay) == SSH_OK &&
             ssh_options_set(session, SSH_OPTIONS_KNOWNHOSTS, known_hosts) == SSH_OK &&
             ssh_options_set(session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, known_hosts) == SSH_OK;
+  if (ok && socket >= 0) {
+    socket_t fd = socket;
+    ok = ssh_options_set(session, SSH_OPTIONS_FD, &fd) == SSH_OK;
+  }
   if (!ok) return RemoteError{Failure::other, label + ": bad SSH option: " + ssh_get_error(session)};
   return {};
 }
@@ -458,12 +562,35 @@ Remote<void> authenticate(ssh_session session, const inventory::Host& host, cons
 
 }  // namespace
 
-Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Host& host) {
-  init_libssh_once();
-  std::string label = host_label(host);
+namespace {
+
+// A bastion as a host of its own: its key checked in the same known_hosts,
+// its login by key (the host's key when the inventory names one), never by
+// the host's password.
+inventory::Host bastion_host(const inventory::JumpHost& jump, const inventory::Host& behind) {
+  inventory::Host bastion;
+  bastion.name = "bastion " + jump.text();
+  bastion.address = jump.address;
+  bastion.port = jump.port;
+  bastion.user = jump.user.empty() ? behind.user : jump.user;
+  bastion.credentials.key = behind.credentials.key;
+  return bastion;
+}
+
+// Connected, host key verified, authenticated; over `socket` (a tunnel's end,
+// which the session then owns) when >= 0. Sets `host_key`.
+Remote<SessionHandle> open_session(const SshOptions& options, KnownHostsStore& known_hosts, PasswordSource* passwords,
+                                   const inventory::Host& host, const std::string& label, int socket,
+                                   std::string& host_key) {
   SessionHandle session(ssh_new());
-  if (!session) return RemoteError{Failure::other, label + ": cannot allocate an SSH session"};
-  if (auto set = set_session_options(session.get(), host, options_, label); !set) return set.error();
+  if (!session) {
+    if (socket >= 0) ::close(socket);
+    return RemoteError{Failure::other, label + ": cannot allocate an SSH session"};
+  }
+  if (auto set = set_session_options(session.get(), host, options, label, socket); !set) {
+    if (socket >= 0) ::close(socket);
+    return set.error();
+  }
 
   spdlog::debug("{}: connecting as {}", label, host.user);
   if (ssh_connect(session.get()) != SSH_OK) {
@@ -475,14 +602,47 @@ Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Ho
   std::string key_type;
   auto key = server_key(session.get(), label, key_type);
   if (!key) return key.error();
-  if (auto trusted = known_hosts_->verify(label, host.address, host.port, key_type, *key); !trusted)
+  if (auto trusted = known_hosts.verify(host.name, label, host.address, host.port, key_type, *key); !trusted)
     return trusted.error();
 
-  if (auto authenticated = authenticate(session.get(), host, label, passwords_.get()); !authenticated)
+  if (auto authenticated = authenticate(session.get(), host, label, passwords); !authenticated)
     return authenticated.error();
   spdlog::debug("{}: authenticated", label);
-  return std::unique_ptr<RemoteSession>(
-      new SshSession(std::move(session), host, key_type + " " + *key, options_.command_timeout_s));
+  host_key = key_type + " " + *key;
+  return session;
+}
+
+}  // namespace
+
+Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Host& inventory_host) {
+  init_libssh_once();
+  auto configured = apply_ssh_config(inventory_host, options_.ssh_config);
+  if (!configured) return RemoteError{Failure::other, configured.error().message};
+  const inventory::Host& host = *configured;
+  std::string label = host_label(host);
+  // Through each bastion in turn: the first one directly, every next hop
+  // (the second bastion, then the host) over a channel of the one before.
+  std::vector<std::unique_ptr<Tunnel>> tunnels;
+  int socket = -1;
+  for (size_t i = 0; i < host.jump.size(); ++i) {
+    inventory::Host bastion = bastion_host(host.jump[i], host);
+    std::string bastion_label = label + " via " + bastion.name;
+    std::string ignored_key;
+    auto session = open_session(options_, *known_hosts_, passwords_.get(), bastion, bastion_label, socket, ignored_key);
+    if (!session) return session.error();
+    bool last = i + 1 == host.jump.size();
+    const std::string& next_address = last ? host.address : host.jump[i + 1].address;
+    int next_port = last ? host.port : host.jump[i + 1].port;
+    auto tunnel = Tunnel::open(std::move(*session), bastion_label, next_address, next_port);
+    if (!tunnel) return tunnel.error();
+    socket = (*tunnel)->take_socket();
+    tunnels.push_back(std::move(*tunnel));
+  }
+  std::string host_key;
+  auto session = open_session(options_, *known_hosts_, passwords_.get(), host, label, socket, host_key);
+  if (!session) return session.error();
+  return std::unique_ptr<RemoteSession>(new SshSession(std::move(tunnels), std::move(*session), host, host_key,
+                                                       options_.command_timeout_s));
 }
 
 namespace {

@@ -1,7 +1,9 @@
 // The libssh Transport: one SSH session per host, host keys checked against
-// xftctl's own known_hosts, key then password authentication. Never reads
-// ~/.ssh/config (OpenSSH config would make runs depend on the operator's
-// machine) and never logs a password.
+// xftctl's own known_hosts, key then password authentication; a host behind
+// bastions (inventory jump:) is reached through direct-tcpip channels of each
+// bastion's own session, whose key is checked the same way. Reads an OpenSSH
+// client config only when given one (SshOptions::ssh_config), and then only
+// for what the inventory leaves unset; never logs a password.
 #pragma once
 
 #include <functional>
@@ -19,6 +21,9 @@ struct SshOptions {
   bool accept_new_host_keys = false;
   int connect_timeout_s = 10;
   int command_timeout_s = 0;  // default for RunOptions::timeout; 0 = none
+  // An OpenSSH client config whose Host blocks fill in what the inventory
+  // leaves unset (ssh_config.h); empty: none.
+  std::string ssh_config;
 };
 
 // $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts.
@@ -26,11 +31,12 @@ std::string default_known_hosts_path();
 
 class SshTransport : public Transport {
  public:
-  using Notice = std::function<void(const std::string&)>;
-  // `notice` receives one-line messages for the user (a host key trusted on first use).
+  using Notice = KnownHostsStore::Notice;
+  // `notice` hears of each host key trusted on first use.
   SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice);
   ~SshTransport() override;
 
+  // Through the host's bastions (inventory jump:) when it has any.
   Remote<std::unique_ptr<RemoteSession>> connect(const inventory::Host& host) override;
   const SshOptions& options() const { return options_; }
 

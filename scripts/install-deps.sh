@@ -8,7 +8,7 @@ packages=(
   libkainjow-mustache-dev libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin
   libnuma-dev numactl libdnnl-dev libdtl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev clang libclang-rt-14-dev
-  openssh-server openssh-client iproute2 iptables procps util-linux psmisc
+  openssh-server openssh-client iproute2 iptables procps util-linux psmisc sudo
   ccache jq libssl-dev rdma-core ibverbs-utils libmicrohttpd-dev
   python3 python3-websocket curl chromium
 )

@@ -33,7 +33,7 @@ json() { jq -Rn --arg v "$1" '$v'; }
 # strings are YAML double-quoted scalars, so the value arrives byte for byte).
 write_inventory() {
   local field=$1 value v key user=root shared=/mnt iface=eth0 provider='"tcp;ofi_rxm"'
-  local port=22 ranks=1 password_env="" name1=h01 address1=$HOST_H01_ADDR nfs="" env=""
+  local port=22 ranks=1 password_env="" name1=h01 address1=$HOST_H01_ADDR nfs="" env="" reach=""
   v=$(json "$2")
   key=$(json "$CLUSTER_KEY")
   case $field in
@@ -46,6 +46,7 @@ write_inventory() {
     port) port=$v ;;
     ranks) ranks=$v ;;
     password_env) password_env=$v ;;
+    become | become_password_env | jump) reach="  $field: $v" ;;
     name) name1=$v ;;
     address) address1=$v ;;
     nfs.options) nfs="nfs: {server: h01, options: $v}" ;;
@@ -60,6 +61,7 @@ write_inventory() {
     echo "  ranks: $ranks"
     echo "  shared: $shared"
     echo "  fabric: {provider: $provider, iface: $iface$env}"
+    [[ -z $reach ]] || echo "$reach"
     echo "hosts:"
     echo "  - {name: $name1, address: $address1}"
     echo "  - {name: h02, address: $HOST_H02_ADDR}"

@@ -16,7 +16,7 @@ run() {  # run ARGS...: xftctl with stdout/stderr into OUT/ERR, exit code in RC
 without_ts() { sed -E 's/^\{"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z",/{/' <<<"$1"; }
 
 printf 'hosts:\n  - name: a\n    bogus: 1\n' >bad.yaml
-unknown='bad.yaml:3:5: hosts[0].bogus: unknown key (allowed here: user, port, key, password_env, password_prompt, ranks, fabric, shared, name, address, groups)'
+unknown='bad.yaml:3:5: hosts[0].bogus: unknown key (allowed here: user, port, key, password_env, password_prompt, ranks, fabric, shared, become, become_password_env, jump, name, address, groups)'
 # Port 1 on loopback: nothing listens there, so the connection is refused at once.
 printf 'hosts:\n  - name: local\n    address: 127.0.0.1\n    port: 1\n' >closed.yaml
 refused='local (127.0.0.1:1): unreachable: Connection refused'

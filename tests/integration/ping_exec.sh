@@ -32,14 +32,33 @@ assert_contains "$OUT" "4 hosts: 4 host key unknown" "summary"
 step "--accept-new-host-keys trusts and records them"
 xft ping --accept-new-host-keys
 assert_eq 0 "$RC" "ping exit code, keys accepted; stderr: $ERR"
+assert_eq "xftctl: h[01-04]: new host keys trusted (as asked), added to ~/.config/xftctl/known_hosts" "$ERR" \
+  "one folded notice for the 4 hosts"
 expected_known=""
 for h in "${H[@]}"; do
-  assert_contains "$ERR" "xftctl: $h ($(addr "$h")): trusting new host key ssh-ed25519 $(fingerprint "$h") on first use (as asked); recorded in $KNOWN_HOSTS" "notice for $h"
   expected_known+="$(addr "$h") $(cut -d' ' -f1,2 "$CLUSTER_DIR/hosts/$h/ssh_host_ed25519_key.pub")"$'\n'
 done
 sort <<<"$expected_known" | sed '/^$/d' >"$TEST_TMP/known.expected"
 sort "$KNOWN_HOSTS" >"$TEST_TMP/known.actual"
 cmp -s "$TEST_TMP/known.expected" "$TEST_TMP/known.actual" || fail "known_hosts content: $(cat "$KNOWN_HOSTS")"
+
+step "-v: each host's fingerprint on a line of its own, then the folded notice"
+xft -v ping --accept-new-host-keys --known-hosts "$TEST_TMP/known_hosts_v"
+assert_eq 0 "$RC" "ping -v with new keys; stderr: $ERR"
+for h in "${H[@]}"; do
+  assert_contains "$ERR" "xftctl: debug: $h ($(addr "$h")): trusting new host key ssh-ed25519 $(fingerprint "$h") on first use (as asked); recorded in $TEST_TMP/known_hosts_v" "-v notice for $h"
+done
+assert_eq "xftctl: h[01-04]: new host keys trusted (as asked), added to $TEST_TMP/known_hosts_v" \
+  "$(grep -v 'debug:' <<<"$ERR")" "the folded notice under -v"
+
+step "--log-format json: a record per trusted key with its fingerprint"
+xft --log-format json ping --accept-new-host-keys --known-hosts "$TEST_TMP/known_hosts_json"
+assert_eq 0 "$RC" "ping --log-format json with new keys; stderr: $ERR"
+expected_records=""
+for h in "${H[@]}"; do expected_records+="$h ssh-ed25519 $(fingerprint "$h") $TEST_TMP/known_hosts_json"$'\n'; done
+assert_eq "$(sort <<<"${expected_records%$'\n'}")" \
+  "$(jq -r 'select(.fingerprint) | "\(.host) \(.key_type) \(.fingerprint) \(.known_hosts)"' <<<"$ERR" | sort)" \
+  "one JSON record per trusted key"
 
 step "ping rows hold each host's own facts, read inside its namespace"
 expected_table="HOST ADDRESS STATUS OS KERNEL CPUS MEMORY"

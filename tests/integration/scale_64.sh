@@ -25,6 +25,9 @@ step "setup hosts: one line per task for all 64 hosts"
 xft setup hosts --accept-new-host-keys
 assert_eq 0 "$RC" "setup hosts on 64 hosts; stderr: ${ERR:0:400}"
 fits "setup hosts"
+assert_eq "xftctl: h[01-64]: new host keys trusted (as asked), added to ~/.config/xftctl/known_hosts" \
+  "$(grep -F 'trust' <<<"$ERR")" "the 64 trusted keys told on one line"
+[[ $(wc -L <<<"$ERR") -le 100 ]] || fail "setup hosts: a stderr line over 100 columns: $ERR"
 assert_contains "$OUT" $'TASK [MPI hostfile]\n  changed: h[01-64]: /etc/xftctl/hostfile: created' "a folded task"
 xft setup hosts --json
 assert_eq 0 "$RC" "setup hosts --json"

@@ -189,3 +189,33 @@ TEST(Grammar, EnvironmentNamesHostNamesAndAddresses) {
   for (const char* bad : {"10.0.0.1;touch", "-oProxyCommand=x", "10.0.0.300", "a b", "h\n"})
     EXPECT_EQ(check_address(bad), quoted_value(bad) + " is not an IPv4/IPv6 address or a valid DNS host name");
 }
+
+TEST(Grammar, Become) {
+  EXPECT_EQ(check_become("sudo"), std::nullopt);
+  EXPECT_EQ(check_become("none"), std::nullopt);
+  EXPECT_EQ(check_become("su"), "`su` is not a way to become root (use sudo, or none for a root login)");
+  EXPECT_EQ(check_become("sudo -s"), "`sudo -s` is not a way to become root (use sudo, or none for a root login)");
+}
+
+TEST(Grammar, JumpHosts) {
+  JumpHost jump;
+  EXPECT_EQ(check_jump_host("bastion", &jump), std::nullopt);
+  EXPECT_EQ(jump, (JumpHost{"", "bastion", 22}));
+  EXPECT_EQ(check_jump_host("ec2-user@10.0.0.9:2222", &jump), std::nullopt);
+  EXPECT_EQ(jump, (JumpHost{"ec2-user", "10.0.0.9", 2222}));
+  EXPECT_EQ(jump.text(), "ec2-user@10.0.0.9:2222");
+  EXPECT_EQ(check_jump_host("ops@[fd00::9]:22", &jump), std::nullopt);
+  EXPECT_EQ(jump, (JumpHost{"ops", "fd00::9", 22}));
+  EXPECT_EQ(jump.text(), "ops@[fd00::9]");
+  const std::string form = " (use [user@]host[:port], e.g. ec2-user@bastion.example.com:22)";
+  EXPECT_EQ(check_jump_host("fd00::9"), "`fd00::9`: an IPv6 address goes in brackets, [addr]:port" + form);
+  EXPECT_EQ(check_jump_host("@bastion"), "`@bastion` has an empty user before '@'" + form);
+  EXPECT_EQ(check_jump_host("bastion:"), "`` is not a port number (use 1..65535, usually 22)");
+  EXPECT_EQ(check_jump_host("bastion:70000"), "70000 is out of range (use 1..65535, usually 22)");
+  EXPECT_EQ(check_jump_host("[bastion]:22"), "`[bastion]:22`: brackets are for IPv6 addresses only" + form);
+  EXPECT_EQ(check_jump_host("-oProxyCommand=x"),
+            "`-oProxyCommand=x` is not an IPv4/IPv6 address or a valid DNS host name" + form);
+  EXPECT_TRUE(check_jump_host("ro ot@bastion"));
+  EXPECT_TRUE(check_jump_host("root@bas;tion"));
+  EXPECT_TRUE(check_jump_host("[fd00::9"));
+}

@@ -104,6 +104,12 @@ std::optional<Placement> place(const std::string& field, const std::string& valu
   if (field == "port") return in_defaults("port", value, [](H h) { return std::to_string(h.port); });
   if (field == "ranks") return in_defaults("ranks", value, [](H h) { return ranks_text(h.ranks); });
   if (field == "password_env") return in_defaults("password_env", value, [](H h) { return h.credentials.password_env; });
+  if (field == "become")
+    return in_defaults("become", value, [](H h) { return std::string(h.become == Become::sudo ? "sudo" : "none"); });
+  if (field == "become_password_env")
+    return in_defaults("become_password_env", value, [](H h) { return h.become_password_env; });
+  if (field == "jump")
+    return in_defaults("jump", value, [](H h) { return h.jump.empty() ? std::string() : h.jump.front().text(); });
   if (field == "fabric.iface") return in_fabric("iface", value, [](H h) { return h.fabric.iface; });
   if (field == "fabric.provider") return in_fabric("provider", value, [](H h) { return h.fabric.provider; });
   if (field == "fabric.env") return in_fabric_env(value);
@@ -145,7 +151,7 @@ std::optional<std::string> ini_quoted(const std::string& value) {
 
 std::set<std::string> inventory_fields() {
   return {"user", "key", "shared", "fabric.iface", "fabric.provider", "fabric.env", "port", "ranks", "password_env",
-          "nfs.options", "nfs.export", "name", "address"};
+          "become", "become_password_env", "jump", "nfs.options", "nfs.export", "name", "address"};
 }
 
 bool is_ansible_row(const HostileRow& row) { return row.field.rfind("ansible.", 0) == 0; }

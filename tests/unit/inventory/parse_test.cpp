@@ -205,7 +205,7 @@ TEST(ParseInventoryErrors, UnknownKeySuggestions) {
   EXPECT_EQ(errors_of("hosts:\n  - {name: a, prot: 22}\n"), "inv.yaml:2:15: hosts[0].prot: unknown key (did you mean `port`?)");
   EXPECT_EQ(errors_of("hosts:\n  - {name: a, colour: red}\n"),
             "inv.yaml:2:15: hosts[0].colour: unknown key (allowed here: user, port, key, password_env, "
-            "password_prompt, ranks, fabric, shared, name, address, groups)");
+            "password_prompt, ranks, fabric, shared, become, become_password_env, jump, name, address, groups)");
   EXPECT_EQ(errors_of("defaults: {adress: 10.0.0.1}\nhosts: [{name: a}]\n"),
             "inv.yaml:1:12: defaults.adress: unknown key (did you mean `address`? it belongs on a host entry "
             "under hosts:)");
@@ -329,7 +329,7 @@ TEST(ParseInventoryErrors, EveryProblemStaysOnOneLine) {
   // A key, a range and a group name from the file are shown escaped too.
   EXPECT_EQ(errors_of("hosts: [{name: a, \"co\\nlour\": x}]\n"),
             "inv.yaml:1:19: hosts[0].co\\nlour: unknown key (allowed here: user, port, key, password_env, "
-            "password_prompt, ranks, fabric, shared, name, address, groups)");
+            "password_prompt, ranks, fabric, shared, become, become_password_env, jump, name, address, groups)");
   EXPECT_EQ(errors_of("hosts: [{name: \"n[1-\\n]\"}]\n"),
             "inv.yaml:1:16: hosts[0].name: bad range `n[1-\\n]`: `1-\\n` is not a number or a range like 01-04");
   EXPECT_EQ(errors_of("hosts: [{name: a, groups: [\"g\\r\"]}]\n"),
@@ -374,8 +374,8 @@ TEST(ParseInventoryErrors, Groups) {
   EXPECT_EQ(errors_of("hosts: [{name: a}]\ngroups: {gpu: [a, b]}\n"),
             "inv.yaml:2:19: groups.gpu: `b` is not a host of this inventory (declare it under hosts: or fix the name)");
   EXPECT_EQ(errors_of("hosts: [{name: a}]\ngroups: {gpu: {a: 1}}\n"),
-            "inv.yaml:2:15: groups.gpu: expected a list of host names or patterns (like [\"node[01-04]\", head]), "
-            "got a map");
+            "inv.yaml:2:15: groups.gpu.hosts: missing (list the group's hosts, e.g. hosts: [\"node[01-04]\"])\n"
+            "inv.yaml:2:16: groups.gpu.a: unknown key (allowed here: hosts, become, become_password_env, jump)");
   EXPECT_EQ(errors_of("hosts: [{name: a}]\ngroups: {a: [a]}\n"),
             "inv.yaml:2:10: groups.a: a host has the same name (rename the group so targets are unambiguous)");
   EXPECT_EQ(errors_of("hosts: [{name: a, groups: {x: 1}}]\n"),
@@ -407,4 +407,54 @@ TEST(LoadInventory, MissingFileNamesThePath) {
   auto inventory = load_inventory("/nonexistent-xft/inventory.yaml");
   ASSERT_FALSE(inventory);
   EXPECT_NE(inventory.error().message.find("/nonexistent-xft/inventory.yaml"), std::string::npos);
+}
+
+TEST(ParseInventory, BecomeAndJumpFromDefaultsGroupsAndHosts) {
+  auto inventory = parse_ok(
+      "defaults: {user: ec2-user, become: sudo, jump: ops@bastion:2222}\n"
+      "hosts:\n"
+      "  - {name: \"a[1-2]\", address: \"10.0.0.[1-2]\"}\n"
+      "  - {name: b1, address: 10.0.1.1, become: none, jump: none}\n"
+      "  - {name: c1, address: 10.0.2.1, jump: [outer, \"inner:2200\"]}\n"
+      "  - {name: d1, address: 10.0.3.1, groups: [pw]}\n"
+      "groups:\n"
+      "  pw: {hosts: [a2], become_password_env: SUDO_PW, jump: \"gw1,gw2\"}\n");
+  ASSERT_EQ(inventory.hosts.size(), 5u);
+  const Host& a1 = inventory.hosts[0];
+  EXPECT_EQ(a1.become, Become::sudo);
+  EXPECT_EQ(a1.become_password_env, "");
+  EXPECT_EQ(a1.jump, (std::vector<JumpHost>{{"ops", "bastion", 2222}}));
+  const Host& a2 = inventory.hosts[1];
+  EXPECT_EQ(a2.become_password_env, "SUDO_PW");
+  EXPECT_EQ(a2.jump, (std::vector<JumpHost>{{"", "gw1", 22}, {"", "gw2", 22}}));
+  const Host& b1 = inventory.hosts[2];
+  EXPECT_EQ(b1.become, Become::none);
+  EXPECT_TRUE(b1.jump.empty());
+  EXPECT_EQ(inventory.hosts[3].jump, (std::vector<JumpHost>{{"", "outer", 22}, {"", "inner", 2200}}));
+  // d1 joined pw on its own entry: the group's settings reach it too.
+  EXPECT_EQ(inventory.hosts[4].become_password_env, "SUDO_PW");
+}
+
+TEST(ParseInventoryErrors, BecomeAndJump) {
+  EXPECT_EQ(errors_of("defaults: {become: su}\nhosts: [{name: a}]\n"),
+            "inv.yaml:1:20: defaults.become: `su` is not a way to become root (use sudo, or none for a root login)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, become_password_env: SUDO_PW}]\n"),
+            "inv.yaml:1:16: hosts[0].become_password_env: set for a but become is not sudo there "
+            "(add become: sudo or remove it)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, become_password_env: \"1x\"}]\n"),
+            "inv.yaml:1:40: hosts[0].become_password_env: `1x` is not an environment variable name (use letters, "
+            "digits and _, e.g. XFT_SSH_PASSWORD)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, become_password: hunter2}]\n"),
+            "inv.yaml:1:19: hosts[0].become_password: passwords must not be stored in the inventory (remove it; "
+            "export the password in an environment variable and name it with password_env: VAR, or set "
+            "password_prompt: true)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, jump: \"a,b,c\"}]\n"),
+            "inv.yaml:1:25: hosts[0].jump: 3 bastions in a row (at most 2; reach the inner ones from the cluster "
+            "network instead)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, jump: []}]\n"),
+            "inv.yaml:1:25: hosts[0].jump: the list is empty (name a bastion, [user@]host[:port], or write jump: none)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, jump: [ok, \"b:x\"]}]\n"),
+            "inv.yaml:1:30: hosts[0].jump: `x` is not a port number (use 1..65535, usually 22)");
+  EXPECT_EQ(errors_of("hosts: [{name: a, jump: {host: b}}]\n"),
+            "inv.yaml:1:25: hosts[0].jump: expected a single value, got a map");
 }

@@ -250,5 +250,71 @@ TEST(ReportText, ProgressLineCountsHostsTimesTasks) {
   EXPECT_EQ("setup hosts [100%] task 3/3, 3/3 hosts: last", progress_line(progress, 100));
 }
 
+
+namespace {
+xft::remote::TrustedHostKey trusted(const std::string& host, const std::string& path) {
+  return {host, host + " (10.0.0.1)", "ssh-ed25519", "SHA256:abc", path};
+}
+}  // namespace
+
+TEST(ReportText, SixtyFourTrustedKeysFoldIntoOneLineWithinAHundredColumns) {
+  const std::string path = "/root/.config/xftctl/known_hosts";
+  std::vector<xft::remote::TrustedHostKey> keys;
+  for (int i = 1; i <= 64; ++i) keys.push_back(trusted(i < 10 ? "h0" + std::to_string(i) : "h" + std::to_string(i), path));
+  auto lines = trusted_keys_notice(keys, 92);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "h[01-64]: new host keys trusted (as asked), added to " + path);
+  EXPECT_LE(std::string("xftctl: ").size() + lines[0].size(), 100u);
+}
+
+TEST(ReportText, ATrustedKeyAloneKeepsItsFingerprintAndEachFileHasItsLine) {
+  std::vector<xft::remote::TrustedHostKey> keys{trusted("h02", "/a"), trusted("h01", "/b"), trusted("h03", "/a")};
+  EXPECT_EQ(trusted_keys_notice(keys, 92),
+            (std::vector<std::string>{"h[02-03]: new host keys trusted (as asked), added to /a",
+                                      "h01 (10.0.0.1): trusting new host key ssh-ed25519 SHA256:abc on first use "
+                                      "(as asked); recorded in /b"}));
+}
+
+TEST(ReportText, PathsUnderHomeAreShownFromTilde) {
+  EXPECT_EQ(path_from_home("/home/ec2-user/.config/xftctl/known_hosts", "/home/ec2-user"),
+            "~/.config/xftctl/known_hosts");
+  EXPECT_EQ(path_from_home("/home/ec2-user2/known_hosts", "/home/ec2-user"), "/home/ec2-user2/known_hosts");
+  EXPECT_EQ(path_from_home("/etc/known_hosts", "/"), "/etc/known_hosts");
+  EXPECT_EQ(path_from_home("/root/", "/root"), "/root/");
+  EXPECT_EQ(path_from_home("/x/k", ""), "/x/k");
+}
+
+TEST(ReportText, TrustedHostsThatDoNotFoldWrapIntoSetsThatJoinBack) {
+  std::vector<xft::remote::TrustedHostKey> keys;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    names.push_back("node-" + std::to_string(i * 7) + "-x");
+    keys.push_back(trusted(names.back(), "/k"));
+  }
+  auto lines = trusted_keys_notice(keys, 92);
+  ASSERT_EQ(lines.size(), 1u);
+  std::istringstream in(lines[0]);
+  std::string joined;
+  size_t count = 0;
+  for (std::string line; std::getline(in, line); ++count) {
+    EXPECT_LE(line.size(), 92u) << line;
+    joined += line;
+  }
+  EXPECT_GT(count, 1u);
+  const std::string tail = ": new host keys trusted (as asked), added to /k";
+  ASSERT_EQ(joined.substr(joined.size() - tail.size()), tail);
+  std::vector<std::string> hosts;
+  std::string set = joined.substr(0, joined.size() - tail.size()) + ",";
+  for (size_t start = 0, depth = 0, i = 0; i < set.size(); ++i) {
+    depth += set[i] == '[' ? 1 : set[i] == ']' ? -1 : 0;
+    if (set[i] != ',' || depth != 0) continue;
+    auto part = xft::inventory::expand_range(set.substr(start, i - start));
+    ASSERT_TRUE(part.ok()) << set;
+    hosts.insert(hosts.end(), part->begin(), part->end());
+    start = i + 1;
+  }
+  EXPECT_EQ(hosts, names);
+}
+
 }  // namespace
 }  // namespace xft::playbooks

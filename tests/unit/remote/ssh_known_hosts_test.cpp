@@ -137,7 +137,7 @@ TEST(KnownHostsStore, UnknownKeyIsRefusedWithItsFingerprintAndNothingIsWritten) 
   TempDir dir;
   std::string path = dir.path() + "/config/known_hosts";
   KnownHostsStore store(path, false, nullptr);
-  auto verified = store.verify("h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA);
+  auto verified = store.verify("h01", "h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA);
   ASSERT_FALSE(verified.ok());
   EXPECT_EQ(verified.error().kind, Failure::host_key_unknown);
   EXPECT_EQ(verified.error().message,
@@ -149,14 +149,18 @@ TEST(KnownHostsStore, UnknownKeyIsRefusedWithItsFingerprintAndNothingIsWritten) 
 TEST(KnownHostsStore, AcceptNewRecordsTheKeyInOpenSshForm) {
   TempDir dir;
   std::string path = dir.path() + "/config/known_hosts";
-  std::vector<std::string> notices;
-  KnownHostsStore store(path, true, [&](const std::string& line) { notices.push_back(line); });
-  ASSERT_TRUE(store.verify("h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());
-  ASSERT_TRUE(store.verify("h02 (10.0.0.2:2222)", "10.0.0.2", 2222, "ssh-ed25519", kKeyB).ok());
-  ASSERT_TRUE(store.verify("h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());  // known now
+  std::vector<TrustedHostKey> notices;
+  KnownHostsStore store(path, true, [&](const TrustedHostKey& trusted) { notices.push_back(trusted); });
+  ASSERT_TRUE(store.verify("h01", "h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());
+  ASSERT_TRUE(store.verify("h02", "h02 (10.0.0.2:2222)", "10.0.0.2", 2222, "ssh-ed25519", kKeyB).ok());
+  ASSERT_TRUE(store.verify("h01", "h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());  // known now
   EXPECT_EQ(*read_file(path), "10.0.0.1 ssh-ed25519 " + kKeyA + "\n[10.0.0.2]:2222 ssh-ed25519 " + kKeyB + "\n");
   ASSERT_EQ(notices.size(), 2u);
-  EXPECT_EQ(notices[0], "h01 (10.0.0.1): trusting new host key ssh-ed25519 " + kFingerprintA +
+  EXPECT_EQ(notices[0].host, "h01");
+  EXPECT_EQ(notices[1].host, "h02");
+  EXPECT_EQ(notices[1].fingerprint, kFingerprintB);
+  EXPECT_EQ(notices[1].known_hosts, path);
+  EXPECT_EQ(notices[0].message(), "h01 (10.0.0.1): trusting new host key ssh-ed25519 " + kFingerprintA +
                             " on first use (as asked); recorded in " + path);
   EXPECT_EQ(std::filesystem::status(dir.path() + "/config").permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_all);
@@ -168,7 +172,7 @@ TEST(KnownHostsStore, ChangedKeyIsRefusedEvenWhenAcceptingNewKeys) {
   std::string before = "# first line\n10.0.0.1 ssh-ed25519 " + kKeyA + "\n";
   ASSERT_TRUE(write_file_atomic(path, before).ok());
   KnownHostsStore store(path, true, nullptr);
-  auto verified = store.verify("h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyB);
+  auto verified = store.verify("h01", "h01 (10.0.0.1)", "10.0.0.1", 22, "ssh-ed25519", kKeyB);
   ASSERT_FALSE(verified.ok());
   EXPECT_EQ(verified.error().kind, Failure::host_key_changed);
   EXPECT_EQ(verified.error().message,
@@ -183,9 +187,9 @@ TEST(KnownHostsStore, KeysAddedByAnotherProcessMeanwhileAreKept) {
   TempDir dir;
   std::string path = dir.path() + "/known_hosts";
   KnownHostsStore store(path, true, nullptr);
-  ASSERT_TRUE(store.verify("a", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());
+  ASSERT_TRUE(store.verify("a", "a", "10.0.0.1", 22, "ssh-ed25519", kKeyA).ok());
   ASSERT_TRUE(write_file_atomic(path, *read_file(path) + "10.0.0.7 ssh-ed25519 " + kKeyB + "\n").ok());
-  ASSERT_TRUE(store.verify("b", "10.0.0.2", 22, "ssh-ed25519", kKeyB).ok());
+  ASSERT_TRUE(store.verify("b", "b", "10.0.0.2", 22, "ssh-ed25519", kKeyB).ok());
   EXPECT_EQ(*read_file(path), "10.0.0.1 ssh-ed25519 " + kKeyA + "\n10.0.0.7 ssh-ed25519 " + kKeyB +
                                   "\n10.0.0.2 ssh-ed25519 " + kKeyB + "\n");
 }
