@@ -8,6 +8,7 @@
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/kernels/amx_linear.h"
 #include "engine/model/generate.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/step_plan.h"
@@ -101,6 +102,17 @@ TEST_P(ChunkedPrefillMoe, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone)
 }
 
 INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillMoe, ::testing::Values(7, 64));
+
+// The same contract on the AMX kernels (decode and prefill rows alike on the
+// tiles), run on the tile emulator so every machine checks it.
+TEST(ServeBatching, ChunkedPrefillOnEmulatedAmxGetsTokensAlone) {
+  const AmxMode saved = amx_mode();
+  set_amx_mode(AmxMode::emulated);
+  TinyModel t = tiny_model();
+  set_amx_mode(saved);
+  ASSERT_EQ(t.model->kernel_name(), "bf16/amx-emulated");
+  check_requests_get_their_tokens_alone(t, 7);
+}
 
 // The plan the scheduler broadcasts: a prompt's chunks in order, the first
 // one creating the sequence and only the last one drawing a token.
