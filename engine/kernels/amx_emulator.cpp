@@ -110,13 +110,18 @@ void AmxEmulator::dpbf16ps(int c, int a, int b) {
   const Tile& ta = tiles_[a];
   const Tile& tb = tiles_[b];
   const int pairs = ta.colsb / 4, outputs = tc.colsb / 4;
+  // B widened once per instruction, not once per row of A.
+  float b_wide[kAmxMaxRows][32];
+  for (int k = 0; k < pairs; ++k) {
+    for (int e = 0; e < 2 * outputs; ++e) b_wide[k][e] = bf16_daz(read_u16(tb.bytes[k], e));
+  }
   for (int m = 0; m < tc.rows; ++m) {
     float even[16] = {}, odd[16] = {};
     for (int k = 0; k < pairs; ++k) {
       const float a0 = bf16_daz(read_u16(ta.bytes[m], 2 * k)), a1 = bf16_daz(read_u16(ta.bytes[m], 2 * k + 1));
       for (int n = 0; n < outputs; ++n) {
-        even[n] = ftz(std::fmaf(a0, bf16_daz(read_u16(tb.bytes[k], 2 * n)), even[n]));
-        odd[n] = ftz(std::fmaf(a1, bf16_daz(read_u16(tb.bytes[k], 2 * n + 1)), odd[n]));
+        even[n] = ftz(std::fmaf(a0, b_wide[k][2 * n], even[n]));
+        odd[n] = ftz(std::fmaf(a1, b_wide[k][2 * n + 1], odd[n]));
       }
     }
     for (int n = 0; n < outputs; ++n) {
