@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/kernels/amx_linear.h"
 #include "engine/kernels/attention.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/linear.h"
@@ -186,6 +187,29 @@ std::vector<int> parse_counts(const std::string& text) {
 
 }  // namespace
 
+// The AMX tile units' peak on one core (register-only TDPBF16PS / TDPBSSD,
+// best of 3), printed beside the vector kernel family; or why there is none.
+void print_amx_peak() {
+  if (!amx_support().bf16 && !amx_support().int8) {
+    std::printf("%s\n", amx_status_line().c_str());
+    return;
+  }
+  auto best_rate = [](double (*loop)(long)) {
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      const double work = loop(2'000'000);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      best = std::max(best, work / seconds / 1e9);
+    }
+    return best;
+  };
+  std::printf("%s; peak per core:", amx_status_line().c_str());
+  if (amx_support().bf16) std::printf(" bf16 %.1f GFLOP/s (tdpbf16ps)", best_rate(amx_bf16_peak_flops));
+  if (amx_support().int8) std::printf(" int8 %.1f GOP/s (tdpbssd)", best_rate(amx_int8_peak_ops));
+  std::printf("\n");
+}
+
 int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   std::string only, shape;
@@ -214,6 +238,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < threads; ++i) cpus.push_back(i % static_cast<int>(std::thread::hardware_concurrency()));
   ThreadPool pool(threads, cpus);
   std::printf("kernel family: %s, threads: %d\n", isa_name(active_isa()), pool.size());
+  print_amx_peak();
   if (only.empty() || only == "pool") bench_pool(pool);
   if (only.empty() || only == "ops") bench_ops(pool);
   if (only.empty() || only == "attention") bench_attention(pool);

@@ -34,6 +34,7 @@
 #include "engine/checkpoint/presets.h"
 #include "engine/checkpoint/weights.h"
 #include "engine/kernels/aligned_buffer.h"
+#include "engine/kernels/amx_linear.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/thread_pool.h"
@@ -718,6 +719,17 @@ int main(int argc, char** argv) {
   std::printf("fp32 peak (FMA):        %.1f GFLOP/s wall; excl. %.1f GFLOP/s = %.1f per core x %d, share %.0f%%\n",
               fp32_peak.wall, fp32_peak.excl, fp32_peak.excl / pool.size(), pool.size(), 100 * fp32_peak.share);
   if (bf16_peak.wall == 0) bf16_peak = fp32_peak;  // no vdpbf16ps: oneDNN bf16 runs on fp32 FMAs
+  if (amx_support().bf16) {
+    const Rate amx = measure_peak(pool, opt, amx_bf16_peak_flops);
+    std::printf("AMX bf16 peak (tdpbf16ps): %.1f GFLOP/s wall; excl. %.1f GFLOP/s = %.1f per core x %d (%.1fx the vector bf16 peak)\n",
+                amx.wall, amx.excl, amx.excl / pool.size(), pool.size(), amx.wall / bf16_peak.wall);
+  }
+  if (amx_support().int8) {
+    const Rate amx = measure_peak(pool, opt, amx_int8_peak_ops);
+    std::printf("AMX int8 peak (tdpbssd):   %.1f GOP/s wall; excl. %.1f GOP/s = %.1f per core x %d\n", amx.wall,
+                amx.excl, amx.excl / pool.size(), pool.size());
+  }
+  if (!amx_support().bf16 && !amx_support().int8) std::printf("%s\n", amx_status_line().c_str());
 
   const std::vector<Shape> shapes = {
       {"0.5B mlp.down", 896, 4864},

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/kernels/amx_linear.h"
 #include "engine/kernels/fp8.h"
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
@@ -154,6 +155,7 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
       if (block.bias) w->bias[r] = block.bias[i];
     }
   }
+  w->amx = pack_amx(*w);
   return w;
 }
 
@@ -264,6 +266,7 @@ void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, i
 GemvKernel pick_gemm(GemvKernel gemv) { return gemv == gemv_avx2 ? gemm_avx2 : nullptr; }
 
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
+  if (w.amx) return amx_forward(w, x, m, y, pool);
   const GemvKernel kernel = pick_gemv(w);
   const GemvKernel gemm = m > kGemvMaxRows ? pick_gemm(kernel) : nullptr;
   const void* staged = stage_x(w, x, m);
@@ -364,6 +367,7 @@ void Linear::dequantize_row(int r, float* out) const {
 
 std::string Linear::kernel_name() const {
   if (!packed_) return "empty";
+  if (packed_->amx) return amx_kernel_name(*packed_);
   std::string name = weight_format_name(packed_->format);
   name += '/';
   name += isa_name(packed_->isa);
@@ -390,6 +394,9 @@ bool Linear::prefill_batch_invariant() const {
   // oneDNN at m = 17..64 and 0.95-1.15x at m = 512 on Qwen2.5-0.5B shapes, so
   // plain prefill gets batch invariance at no cost. With bf16 matmul
   // (AVX-512) oneDNN runs half-width products these kernels do not have.
+  // A weight packed for AMX runs every m on the tiles (emulated ones too, so
+  // a test or serve_batching run sees one kernel for decode and prefill).
+  if (packed_ && packed_->amx) return true;
   return packed_ && pick_gemm(pick_gemv(*packed_)) != nullptr && !onednn_bf16_matmul_available();
 }
 

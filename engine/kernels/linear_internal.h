@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/kernels/aligned_buffer.h"
@@ -12,7 +13,9 @@
 
 namespace xft::engine {
 
-constexpr int kRowAlign = 64;  // elements; every packed row is a multiple of this
+constexpr int kRowAlign = 64;
+
+struct AmxPackedWeight;  // amx_linear.h  // elements; every packed row is a multiple of this
 
 // How the int4 decode kernel wants x staged (stage_x_int4).
 enum class Int4X { f32, bf16, int8 };
@@ -44,6 +47,8 @@ struct PackedWeight {
   int fp8_col_blocks = 0;
   std::vector<float> fp8_scale;         // [scale rows][fp8_col_blocks]
   std::vector<int32_t> fp8_scale_row;   // [out]
+  // The AMX tile packing (amx_linear.h); set: every forward_gemv runs on AMX.
+  std::shared_ptr<const AmxPackedWeight> amx;
 
   size_t element_bytes() const {
     switch (format) {

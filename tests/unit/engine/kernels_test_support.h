@@ -3,18 +3,29 @@
 
 #include <vector>
 
+#include "engine/kernels/amx_linear.h"
 #include "engine/kernels/cpu_features.h"
 
 namespace xft::engine {
 
-// Forces a kernel ISA for the lifetime of the scope, then restores the previous one.
+// Forces a kernel ISA's vector kernels for the lifetime of the scope, then
+// restores the previous ISA and AMX mode: AMX is off inside, so on an AMX
+// host these tests still check the AVX-512/AVX2/scalar kernels (the AMX
+// kernels have their own tests, kernels_amx_*_test.cpp).
 class IsaScope {
  public:
-  explicit IsaScope(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
-  ~IsaScope() { set_active_isa(saved_); }
+  explicit IsaScope(Isa isa) : saved_(active_isa()), saved_amx_(amx_mode()) {
+    set_active_isa(isa);
+    set_amx_mode(AmxMode::off);
+  }
+  ~IsaScope() {
+    set_active_isa(saved_);
+    set_amx_mode(saved_amx_);
+  }
 
  private:
   Isa saved_;
+  AmxMode saved_amx_;
 };
 
 inline std::vector<Isa> available_isas() {

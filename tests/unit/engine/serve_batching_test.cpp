@@ -8,6 +8,7 @@
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/kernels/amx_linear.h"
 #include "engine/model/generate.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/step_plan.h"
@@ -101,6 +102,25 @@ TEST_P(ChunkedPrefillMoe, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone)
 }
 
 INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillMoe, ::testing::Values(7, 64));
+
+// The same contract on the AMX kernels of each format (decode and prefill
+// rows alike on the tiles), run on the tile emulator so every machine checks it.
+class ChunkedPrefillEmulatedAmx : public ::testing::TestWithParam<WeightFormat> {};
+
+TEST_P(ChunkedPrefillEmulatedAmx, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+  const AmxMode saved = amx_mode();
+  set_amx_mode(AmxMode::emulated);
+  TinyModel t = testing::tiny_model(11, true, kContext, Architecture::qwen2, GetParam());
+  set_amx_mode(saved);
+  ASSERT_EQ(t.model->kernel_name(), std::string(weight_format_name(GetParam())) + "/amx-emulated");
+  check_requests_get_their_tokens_alone(t, 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillEmulatedAmx,
+                         ::testing::Values(WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4),
+                         [](const ::testing::TestParamInfo<WeightFormat>& info) {
+                           return std::string(weight_format_name(info.param));
+                         });
 
 // The plan the scheduler broadcasts: a prompt's chunks in order, the first
 // one creating the sequence and only the last one drawing a token.

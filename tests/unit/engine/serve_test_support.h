@@ -20,16 +20,16 @@ struct TinyModel {
 };
 
 // The test model of SEED (Qwen2 unless `arch` says otherwise; a mixture of
-// experts takes make-test's defaults), bf16, 2 threads.
+// experts takes make-test's defaults), bf16 unless `dtype` says otherwise, 2 threads.
 inline TinyModel tiny_model(uint64_t seed, bool batch_invariant, int max_context,
-                            Architecture arch = Architecture::qwen2) {
+                            Architecture arch = Architecture::qwen2, WeightFormat dtype = WeightFormat::bf16) {
   TestModelSpec spec;
   spec.seed = seed;
   spec.arch = arch;
   TinyModel t;
   t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
   ModelOptions options;
-  options.dtype = WeightFormat::bf16;
+  options.dtype = dtype;
   options.threads = 2;
   options.max_context = max_context;
   options.batch_invariant = batch_invariant;
