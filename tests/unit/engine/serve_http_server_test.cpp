@@ -717,7 +717,7 @@ TEST_F(ServeOpenAiServer, EveryErrorHasOpenAisShape) {
                                     R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})");
   EXPECT_EQ(status_line(tools), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(body_of(tools),
-            R"({"error":{"code":"unsupported_parameter","message":"'tools' is not supported by this server (only its default value), got [{\"type\":\"function\"}]","param":"tools","type":"invalid_request_error"}})");
+            R"({"error":{"code":null,"message":"'tools[0]' must be {\"type\": \"function\", \"function\": {\"name\": ...}}","param":"tools[0]","type":"invalid_request_error"}})");
 }
 
 TEST_F(ServeOpenAiServer, EachRequestIsLoggedOnceWithItsTokens) {
