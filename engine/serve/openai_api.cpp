@@ -351,6 +351,83 @@ Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view 
   return request;
 }
 
+namespace {
+
+Expected<json, ApiError> parse_object(std::string_view body) {
+  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    return bad("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+               "invalid_json");
+  }
+  json document = json::parse(body.begin(), body.end(), nullptr, false);
+  if (document.is_discarded()) return bad("the request body is not valid JSON", "", "invalid_json");
+  if (!document.is_object()) return bad("the request body must be a JSON object");
+  return document;
+}
+
+}  // namespace
+
+Expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body) {
+  auto document = parse_object(body);
+  if (!document) return document.error();
+  TokenizeRequest request;
+  static const std::set<std::string> chat_fields = {"messages", "tools", "chat_template_kwargs"};
+  for (const auto& [key, value] : document->items()) {
+    if (key == "model" || key == "add_special_tokens" || key == "add_special") continue;  // Qwen adds no BOS either way
+    if (key == "prompt" || key == "content") {
+      if (!value.is_string()) return bad("'" + key + "' must be a string", key);
+      request.text = value.get<std::string>();
+    } else if (key == "with_pieces" || key == "return_token_strs") {
+      if (!value.is_boolean()) return bad("'" + key + "' must be true or false", key);
+      request.with_pieces = value.get<bool>();
+    } else if (key == "add_generation_prompt") {
+      if (!value.is_boolean()) return bad("'add_generation_prompt' must be true or false", key);
+      request.add_generation_prompt = value.get<bool>();
+    } else if (!chat_fields.count(key)) {
+      return bad("unknown field '" + key + "'", key, "unknown_field");
+    }
+  }
+  request.chat = document->contains("messages");
+  const bool has_text = document->contains("prompt") || document->contains("content");
+  if (request.chat == has_text) return bad("give either 'prompt' (or 'content') or 'messages'", "prompt");
+  if (request.chat) {
+    // The chat fields alone, through the chat completion parser (key order kept).
+    ojson ordered = ojson::parse(body.begin(), body.end(), nullptr, false);
+    ojson chat = ojson::object();
+    for (const std::string& key : chat_fields)
+      if (ordered.contains(key)) chat[key] = ordered[key];
+    auto parsed = parse_completion_request(chat.dump(), true);
+    if (!parsed) return parsed.error();
+    request.chat_request = std::move(*parsed);
+  }
+  return request;
+}
+
+Expected<std::vector<int32_t>, ApiError> parse_detokenize_request(std::string_view body, int32_t vocab_size) {
+  auto document = parse_object(body);
+  if (!document) return document.error();
+  std::vector<int32_t> ids;
+  for (const auto& [key, value] : document->items()) {
+    if (key == "model") continue;
+    if (key != "tokens") return bad("unknown field '" + key + "'", key, "unknown_field");
+    if (!value.is_array()) return bad("'tokens' must be an array of token ids", key);
+    for (const json& id : value) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size)
+        return bad("'tokens' must hold token ids from 0 to " + std::to_string(vocab_size - 1) + ", got " + quoted(id), key);
+      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
+  if (!document->contains("tokens")) return bad("'tokens' is required", "tokens");
+  return ids;
+}
+
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_model_len, const std::vector<std::string>* pieces) {
+  json body = {{"count", ids.size()}, {"max_model_len", max_model_len}, {"tokens", ids}};
+  if (pieces) body["token_strs"] = *pieces;
+  return dump(body);
+}
+
+std::string detokenize_body(const std::string& text) { return dump({{"prompt", text}, {"content", text}}); }
+
 std::string error_body(const ApiError& error) {
   return dump({{"error",
                 {{"message", error.message},

@@ -52,6 +52,23 @@ struct CompletionRequest {
   bool skip_special_tokens = true;  // extension (vLLM, same default): no <|…|> control tokens in the text
 };
 
+// POST /tokenize as vLLM spells it ({"prompt": text} or {"messages": [...],
+// "add_generation_prompt", "tools", "chat_template_kwargs"}) and as
+// llama-server does ({"content": text, "with_pieces"}).
+struct TokenizeRequest {
+  bool chat = false;
+  std::string text;
+  CompletionRequest chat_request;  // chat: messages, tools, chat_template_kwargs
+  bool add_generation_prompt = true;
+  bool with_pieces = false;  // also each token's text
+};
+Expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body);
+// POST /detokenize: {"tokens": [ids]}.
+Expected<std::vector<int32_t>, ApiError> parse_detokenize_request(std::string_view body, int32_t vocab_size);
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_model_len, const std::vector<std::string>* pieces);
+// Both spellings of the answer: vLLM's "prompt" and llama-server's "content".
+std::string detokenize_body(const std::string& text);
+
 // Bodies nested deeper are refused (400) before they are parsed.
 inline constexpr int kMaxJsonDepth = 64;
 Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body, bool chat);

@@ -64,10 +64,10 @@ std::string access_line(const AccessRecord& record) {
 }
 
 Expected<ChatPrompt, ApiError> build_chat_prompt(const Tokenizer& tokenizer, const chat_template::ChatFormat& format,
-                                                 const CompletionRequest& request) {
+                                                 const CompletionRequest& request, bool add_generation_prompt) {
   static const nlohmann::ordered_json no_tools;
   auto rendered = format.render(request.template_messages, request.tool_choice_none ? no_tools : request.tools,
-                                request.chat_template_kwargs, /*add_generation_prompt=*/true);
+                                request.chat_template_kwargs, add_generation_prompt);
   if (!rendered) return ApiError{400, rendered.error().message, "invalid_request_error", "messages", ""};
   std::vector<std::pair<size_t, size_t>> plain;
   for (const chat_template::Span& span : rendered->untrusted) plain.emplace_back(span.begin, span.end);
@@ -90,7 +90,8 @@ bool Server::authorized(const HttpRequest& request) const {
 }
 
 void Server::screen(const HttpRequest& head, HttpResponder& responder) {
-  const bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
+  const bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions" ||
+                          head.path == "/tokenize" || head.path == "/detokenize";
   if (completion && head.method == "POST" && authorized(head)) return;
   handle(head, responder);
 }
@@ -109,7 +110,7 @@ void Server::handle(const HttpRequest& request, HttpResponder& responder) {
   }
   // Any other path counts as "other", so scanners cannot grow the label set.
   static const std::set<std::string> known = {"/", "/index.html", "/health", "/metrics", "/v1/models",
-                                              "/v1/completions", "/v1/chat/completions"};
+                                              "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
   metrics_.count_request(known.count(request.path) ? request.path : "other", responder.status());
 }
 
@@ -135,7 +136,7 @@ Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responde
     if (!get) return wrong_method("GET, HEAD");
     return sent(responder.send(200, "text/plain; version=0.0.4", metrics_.render(scheduler_.take_counters())));
   }
-  const bool api = path.rfind("/v1/", 0) == 0;
+  const bool api = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
   if (api && !authorized(request)) {
     return sent(responder.send(401, kJson,
                                error_body(ApiError{401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
@@ -150,9 +151,38 @@ Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responde
     if (!post) return wrong_method("POST");
     return completions(request, responder, path == "/v1/chat/completions");
   }
+  if (path == "/tokenize" || path == "/detokenize") {
+    if (!post) return wrong_method("POST");
+    path == "/tokenize" ? tokenize(request, responder) : detokenize(request, responder);
+    return {};
+  }
   send_error(responder, ApiError{404, "no such endpoint: " + request.method + " " + path, "invalid_request_error",
                                  "", "not_found"});
   return {};
+}
+
+// The ids a completion would be given for the same text or messages.
+void Server::tokenize(const HttpRequest& http, HttpResponder& responder) {
+  auto parsed = parse_tokenize_request(http.body);
+  if (!parsed) return send_error(responder, parsed.error());
+  std::vector<int32_t> ids;
+  if (parsed->chat) {
+    auto built = build_chat_prompt(tokenizer_, *chat_format_, parsed->chat_request, parsed->add_generation_prompt);
+    if (!built) return send_error(responder, built.error());
+    ids = std::move(built->ids);
+  } else {
+    ids = tokenizer_.encode_ordinary(parsed->text);
+  }
+  std::vector<std::string> pieces;
+  if (parsed->with_pieces)
+    for (int32_t id : ids) pieces.push_back(tokenizer_.decode(std::span<const int32_t>(&id, 1)));
+  responder.send(200, kJson, tokenize_body(ids, scheduler_.max_context(), parsed->with_pieces ? &pieces : nullptr));
+}
+
+void Server::detokenize(const HttpRequest& http, HttpResponder& responder) {
+  auto ids = parse_detokenize_request(http.body, tokenizer_.vocab_size());
+  if (!ids) return send_error(responder, ids.error());
+  responder.send(200, kJson, detokenize_body(tokenizer_.decode(*ids)));
 }
 
 Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& responder, bool chat) {

@@ -49,7 +49,7 @@ struct ChatPrompt {
 // "<tool_call>" typed in a message, a tool description or a kwarg stays text.
 // A template error (raise_exception, a limit) is a 400 naming messages.
 Expected<ChatPrompt, ApiError> build_chat_prompt(const Tokenizer& tokenizer, const chat_template::ChatFormat& format,
-                                                 const CompletionRequest& request);
+                                                 const CompletionRequest& request, bool add_generation_prompt = true);
 
 class Server {
  public:
@@ -70,6 +70,8 @@ class Server {
   };
   Tokens route(const HttpRequest& request, HttpResponder& responder);
   Tokens completions(const HttpRequest& request, HttpResponder& responder, bool chat);
+  void tokenize(const HttpRequest& request, HttpResponder& responder);
+  void detokenize(const HttpRequest& request, HttpResponder& responder);
   bool authorized(const HttpRequest& request) const;
 
   Scheduler& scheduler_;
