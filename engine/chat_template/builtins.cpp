@@ -81,6 +81,7 @@ Value join(Interpreter& in, const Value& subject, const std::string& separator, 
     first = false;
     out.append(to_text(attribute ? in.attribute(item, *attribute) : item));
     in.check_size(out.bytes.size());
+    in.charge(1, 0);
   }
   return string_value(std::move(out));
 }
@@ -107,7 +108,8 @@ Value tojson(Interpreter& in, const Value& subject, const Args& args, const Kwar
     key_sep = string_arg((*seps->list)[1], "tojson's separators");
   }
   const bool sort_keys = truthy(arg({}, kwargs, 99, "sort_keys").value_or(Value::from_bool(false)));
-  std::string json = to_json(subject, indent, item_sep, key_sep, sort_keys);
+  std::string json = to_json(subject, indent, item_sep, key_sep, sort_keys, in.limits().max_string_bytes);
+  in.charge(0, json.size());
   in.check_size(json.size());
   return string_value(Text::derived(std::move(json), contains_untrusted(subject)));
 }

@@ -89,9 +89,15 @@ void Interpreter::step() {
   if (++steps_ > limits_.max_steps) fail("template took more than " + std::to_string(limits_.max_steps) + " steps");
 }
 
+void Interpreter::charge(size_t items, size_t bytes) {
+  steps_ += static_cast<int64_t>(items + bytes / 64);
+  if (steps_ > limits_.max_steps) fail("template took more than " + std::to_string(limits_.max_steps) + " steps");
+}
+
 void Interpreter::emit(const Text& text) {
   Text& out = outputs_.back();
   check_size(out.bytes.size() + text.bytes.size());
+  charge(0, text.bytes.size());
   out.append(text);
 }
 
@@ -464,18 +470,21 @@ Value Interpreter::eval_binary(const Expr& e) {
     Text t = to_text(a);
     Text right = to_text(b);
     check_size(t.bytes.size() + right.bytes.size());
+    charge(0, t.bytes.size() + right.bytes.size());
     t.append(right);
     return Value::from_text(std::move(t));
   }
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       check_size(a.str().size() + b.str().size());
+      charge(0, a.str().size() + b.str().size());
       Text t = *a.text;
       t.append(*b.text);
       return Value::from_text(std::move(t));
     }
     if (a.kind == Kind::List && b.kind == Kind::List) {
       check_items(a.list->size() + b.list->size());
+      charge(a.list->size() + b.list->size(), 0);
       std::vector<Value> items = *a.list;
       items.insert(items.end(), b.list->begin(), b.list->end());
       return Value::from_list(std::move(items));
@@ -489,12 +498,14 @@ Value Interpreter::eval_binary(const Expr& e) {
       if (seq->is_string()) {
         if (n > 0 && seq->str().size() > 0 && static_cast<uint64_t>(n) > limits_.max_string_bytes / seq->str().size())
           check_size(limits_.max_string_bytes + 1);
+        charge(0, static_cast<size_t>(n) * seq->str().size());
         Text t;
         for (int64_t i = 0; i < n; ++i) t.append(*seq->text);
         return Value::from_text(std::move(t));
       }
       if (n > 0 && !seq->list->empty() && static_cast<uint64_t>(n) > limits_.max_list_items / seq->list->size())
         check_items(limits_.max_list_items + 1);
+      charge(static_cast<size_t>(n) * seq->list->size(), 0);
       std::vector<Value> items;
       for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->list->begin(), seq->list->end());
       return Value::from_list(std::move(items));

@@ -29,6 +29,9 @@ class Interpreter {
   void check_items(size_t items) const;
   Value attribute(const Value& subject, const std::string& name) const;
   Value call(const Value& callee, Args args, Kwargs kwargs);
+  // Counts copying work against max_steps (a list item, or 64 bytes, is one step), so that
+  // a loop that regrows a list or string cannot be quadratic within the step budget.
+  void charge(size_t items, size_t bytes);
 
  private:
   enum class Flow { Normal, Break, Continue };

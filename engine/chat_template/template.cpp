@@ -19,6 +19,8 @@ Expected<Text> Template::render(const Dict& context, const RenderLimits& limits)
     return interpreter.run(*body_);
   } catch (const TemplateError& e) {
     return make_error(e.what());
+  } catch (const std::bad_alloc&) {  // a limit not tight enough for this machine: still an error, not a crash
+    return make_error("template rendering ran out of memory");
   }
 }
 

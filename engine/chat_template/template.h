@@ -18,7 +18,7 @@ namespace xft::engine::chat_template {
 struct RenderLimits {
   size_t max_string_bytes = 16u << 20;  // the output and every string computed on the way
   int64_t max_loop_iterations = 1'000'000;
-  int64_t max_steps = 20'000'000;  // statements and expressions evaluated: bounds any fan-out
+  int64_t max_steps = 4'000'000;  // statements and expressions evaluated, and copying: bounds any fan-out
   int max_call_depth = 64;         // macro calls
   int64_t max_range = 100'000;     // range() items, as jinja2's sandbox
   size_t max_list_items = 1'000'000;

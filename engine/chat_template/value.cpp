@@ -363,6 +363,7 @@ void json_string(const std::string& s, std::string& out) {
 }
 
 struct JsonStyle {
+  size_t max_bytes;
   int indent;
   std::string item_separator;
   std::string key_separator;
@@ -371,8 +372,11 @@ struct JsonStyle {
 
 void json_value(const Value& v, const JsonStyle& style, int depth, std::string& out) {
   if (depth > 512) fail("tojson: nesting deeper than 512");
+  if (out.size() > style.max_bytes) fail("tojson: text longer than " + std::to_string(style.max_bytes) + " bytes");
   const auto newline = [&](int level) {
     if (style.indent < 0) return;
+    if (out.size() + static_cast<size_t>(style.indent) * level > style.max_bytes)
+      fail("tojson: text longer than " + std::to_string(style.max_bytes) + " bytes");
     out += '\n';
     out.append(static_cast<size_t>(style.indent) * level, ' ');
   };
@@ -431,8 +435,8 @@ void json_value(const Value& v, const JsonStyle& style, int depth, std::string& 
 }  // namespace
 
 std::string to_json(const Value& v, int indent, const std::string& item_separator,
-                    const std::string& key_separator, bool sort_keys) {
-  JsonStyle style{indent, item_separator, key_separator, sort_keys};
+                    const std::string& key_separator, bool sort_keys, size_t max_bytes) {
+  JsonStyle style{max_bytes, indent, item_separator, key_separator, sort_keys};
   if (style.item_separator.empty()) style.item_separator = indent < 0 ? ", " : ",";
   if (style.key_separator.empty()) style.key_separator = ": ";
   std::string out;

@@ -98,7 +98,8 @@ std::string python_float_repr(double v);
 bool contains_untrusted(const Value& v);
 // Python's json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=...)
 // indent < 0: None. Empty separators: Python's defaults for that indent.
+// Fails once the text would pass max_bytes.
 std::string to_json(const Value& v, int indent, const std::string& item_separator,
-                    const std::string& key_separator, bool sort_keys);
+                    const std::string& key_separator, bool sort_keys, size_t max_bytes);
 
 }  // namespace xft::engine::chat_template

@@ -148,5 +148,75 @@ TEST(ChatTemplateInterpreter, TracksWhichBytesCameFromTheCallersData) {
   EXPECT_EQ(concat->untrusted, (std::vector<Span>{{3, 4}, {7, 10}}));
 }
 
+TEST(ChatTemplateInterpreter, HostileTemplatesEndInOneLineErrors) {
+  const std::vector<std::string> hostile = {
+      std::string(100000, '[') + std::string(100000, ']'),
+      "{{ " + std::string(300, '-') + "1 }}",
+      [] { std::string t; for (int i = 0; i < 500; ++i) t += "{% if true %}"; return t; }(),
+      [] { std::string t; for (int i = 0; i < 300; ++i) t += "{% for i in [1] %}"; return t; }(),
+      "{{ 'unterminated }}",
+      "{% for x in y %}",
+      "{{ x",
+      "{% macro m( %}",
+      "{{ \xff\xfe }}",
+      "{{ range(2, 10**18, 1) | length }}",
+      "{{ 9223372036854775807 + 1 }}",
+      "{{ -9223372036854775807 - 2 }}",
+      "{{ 99999999999999999999 }}",
+      "{{ [1] * 10**7 }}",
+      "{{ 'ab' * -1 }}{{ 1 // 0 }}",
+      "{{ 1.5 % 0 }}",
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
+      "{{ messages[0][0][0] }}",
+      "{{ ''.join(messages) }}",
+      "{{ messages | tojson(indent=10**9) }}",
+      "{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}",
+      "{{ caller() }}",
+      "{% break %}",
+      "{{ loop.index }}",
+      "{{ namespace.__init__ }}",
+      "{{ (1).__class__ }}",
+      "{{ messages | map('tojson') | map('tojson') | map('tojson') | join }}" + std::string(200, ' '),
+  };
+  RenderLimits limits;
+  limits.max_steps = 2'000'000;
+  for (const std::string& source : hostile) {
+    auto out = render_with(source, R"({"messages": [{"role": "user", "content": "hi"}]})", limits);
+    if (!out.ok()) {
+      EXPECT_EQ(out.error().message.find('\n'), std::string::npos) << source.substr(0, 80);
+      EXPECT_FALSE(out.error().message.empty());
+    }
+  }
+  // Only the few that are harmless render.
+  EXPECT_EQ(render("{{ 'ab' * -1 }}"), "");
+}
+
+TEST(ChatTemplateInterpreter, RandomFragmentSoupNeverCrashes) {
+  const std::vector<std::string> pieces = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "if", "for", "in", "endif", "endfor",
+                                           "set", "x", "=", "(", ")", "[", "]", "{", "}", "'a'", "\"", "1", "|", "length",
+                                           "tojson", ".", "split", ",", ":", "::-1", " ", "\n", "macro", "endmacro", "not",
+                                           "is", "defined", "messages", "loop", "else", "~", "+", "*", "**", "10"};
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(state >> 33);
+  };
+  RenderLimits limits;
+  limits.max_steps = 100000;
+  limits.max_string_bytes = 1 << 20;
+  int rendered = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::string source;
+    const size_t n = 1 + next() % 24;
+    for (size_t i = 0; i < n; ++i) source += pieces[next() % pieces.size()];
+    auto out = render_with(source, R"({"messages": [{"role": "user", "content": "hi"}]})", limits);
+    rendered += out.ok();
+    if (!out.ok()) {
+      EXPECT_EQ(out.error().message.find('\n'), std::string::npos) << source;
+    }
+  }
+  EXPECT_GT(rendered, 100);  // the soup is not all syntax errors
+}
+
 }  // namespace
 }  // namespace xft::engine::chat_template
