@@ -30,6 +30,11 @@ size_t partial_marker(std::string_view text, std::string_view marker) {
   return 0;
 }
 
+OutputEvent text_event(OutputEvent::Kind kind, std::string text) {
+  OutputEvent e{kind, std::move(text), 0, {}, {}};
+  return e;
+}
+
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 // Qwen3.5's form: <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>.
@@ -95,6 +100,8 @@ bool parse_tool_call_body(std::string_view body, std::string& name, std::string&
 
 AssistantOutputParser::AssistantOutputParser(AssistantOutputOptions options) : options_(std::move(options)) {
   state_ = options_.split_reasoning ? (options_.starts_in_reasoning ? State::Reasoning : State::Start) : State::Content;
+  // Whitespace that opens reasoning, or an answer after </think>, is layout; an answer's own is kept.
+  section_started_ = state_ != State::Reasoning;
 }
 
 std::vector<OutputEvent> AssistantOutputParser::push(std::string_view text) {
@@ -102,7 +109,7 @@ std::vector<OutputEvent> AssistantOutputParser::push(std::string_view text) {
   if (text.empty()) return out;
   if (passthrough()) {
     message_.content += text;
-    out.push_back({OutputEvent::Kind::Content, std::string(text)});
+    out.push_back(text_event(OutputEvent::Kind::Content, std::string(text)));
     return out;
   }
   buffer_ += text;
@@ -117,7 +124,7 @@ std::vector<OutputEvent> AssistantOutputParser::finish() {
   // Trailing whitespace of an answer stays, unless it only separated tool calls.
   if (state_ == State::Content && message_.tool_calls.empty() && !pending_ws_.empty()) {
     message_.content += pending_ws_;
-    out.push_back({OutputEvent::Kind::Content, pending_ws_});
+    out.push_back(text_event(OutputEvent::Kind::Content, pending_ws_));
   }
   pending_ws_.clear();
   return out;
@@ -133,6 +140,7 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
         if (rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
           buffer_.erase(0, skip + kThinkOpen.size());
           state_ = State::Reasoning;
+          section_started_ = false;
           continue;
         }
         if (!at_end && kThinkOpen.substr(0, rest.size()) == rest) return;  // may still become <think>
@@ -208,11 +216,11 @@ void AssistantOutputParser::emit_reasoning(std::vector<OutputEvent>& out, std::s
   full.resize(end);
   if (full.empty()) return;
   message_.reasoning += full;
-  out.push_back({OutputEvent::Kind::Reasoning, std::move(full)});
+  out.push_back(text_event(OutputEvent::Kind::Reasoning, std::move(full)));
 }
 
 void AssistantOutputParser::emit_content(std::vector<OutputEvent>& out, std::string_view text) {
-  if (!section_started_ || state_ == State::Start) {
+  if (!section_started_) {
     while (!text.empty() && is_ws(text.front())) text.remove_prefix(1);
     if (text.empty()) return;
     section_started_ = true;
@@ -224,7 +232,7 @@ void AssistantOutputParser::emit_content(std::vector<OutputEvent>& out, std::str
   full.resize(end);
   if (full.empty()) return;
   message_.content += full;
-  out.push_back({OutputEvent::Kind::Content, std::move(full)});
+  out.push_back(text_event(OutputEvent::Kind::Content, std::move(full)));
 }
 
 void AssistantOutputParser::close_tool_call(std::vector<OutputEvent>& out) {
@@ -243,7 +251,7 @@ void AssistantOutputParser::close_tool_call(std::vector<OutputEvent>& out) {
   message_.tool_calls.push_back(call);
   OutputEvent start{OutputEvent::Kind::ToolCallStart, "", index, call.id, call.name};
   out.push_back(std::move(start));
-  out.push_back({OutputEvent::Kind::ToolCallArguments, call.arguments, index});
+  out.push_back({OutputEvent::Kind::ToolCallArguments, call.arguments, index, {}, {}});
 }
 
 }  // namespace xft::engine::serve

@@ -63,7 +63,7 @@ class AssistantOutputParser {
   std::string buffer_;      // undecided text
   std::string tool_body_;   // inside <tool_call>
   std::string pending_ws_;  // trailing whitespace held back: dropped before </think> and after a tool call
-  bool section_started_ = false;  // leading whitespace of a reasoning or content section is dropped
+  bool section_started_ = true;  // false: leading whitespace of reasoning, or of the answer after </think>, is dropped
   AssistantMessage message_;
 };
 

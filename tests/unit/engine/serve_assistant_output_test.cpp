@@ -100,6 +100,12 @@ TEST(ServeAssistantOutput, WithoutReasoningSplitThinkStaysInContent) {
   EXPECT_EQ(c.message.reasoning, "");
 }
 
+TEST(ServeAssistantOutput, AnAnswerWithoutThinkingKeepsItsWhitespace) {
+  const Collected c = run(thinking_with_tools(), {"\n\n  Hi", " there \n"});
+  EXPECT_EQ(c.message.content, "\n\n  Hi there \n");
+  expect_same_for_every_split(thinking_with_tools(), "\n <thin Hi\n");
+}
+
 TEST(ServeAssistantOutput, PassthroughChangesNothing) {
   AssistantOutputOptions o;
   const Collected c = run(o, {"  <tool_call>{\"name\": \"f\"}</tool_call>\n", "<think>\n"});
