@@ -68,6 +68,9 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   if (!o.serve.empty()) {
     add("--serve", o.serve);
     if (!o.served_model_name.empty()) add("--served-model-name", o.served_model_name);
+    if (!o.chat_template.empty()) add("--chat-template", o.chat_template);
+    if (!o.chat_template_kwargs.empty()) add("--chat-template-kwargs", o.chat_template_kwargs);
+    add("--reasoning-format", o.reasoning_format);
     add("--max-batch", std::to_string(o.max_batch));
     add("--max-queue", std::to_string(o.max_queue));
     add("--kv-cache-mib", std::to_string(o.kv_cache_mib));

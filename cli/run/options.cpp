@@ -45,6 +45,15 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
   qwen->add_option("--served-model-name", o.served_model_name,
                    "serve: the model's name in /v1/models and answers; requests naming another get 404 (default: "
                    "the model directory's name)");
+  qwen->add_option("--chat-template", o.chat_template,
+                   "serve: a Jinja chat template file instead of the checkpoint's (chat_template.jinja or "
+                   "tokenizer_config.json; ChatML when it has none)");
+  qwen->add_option("--chat-template-kwargs", o.chat_template_kwargs,
+                   "serve: a JSON object of template variables for every request, e.g. '{\"enable_thinking\": false}' "
+                   "(a request's chat_template_kwargs override them)");
+  qwen->add_option("--reasoning-format", o.reasoning_format,
+                   "serve: auto puts a thinking template's <think> text in reasoning_content; none leaves it in content")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "none"}));
   qwen->add_option("--max-batch", o.max_batch, "serve: sequences decoded together")
       ->capture_default_str()->check(CLI::Range(1, 1024));
   qwen->add_option("--max-queue", o.max_queue, "serve: waiting requests before 429")

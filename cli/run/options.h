@@ -44,6 +44,9 @@ struct RunOptions {
   int port = -1;
   std::string host = "127.0.0.1";
   std::string served_model_name;
+  std::string chat_template;         // serve: a Jinja file instead of the checkpoint's template
+  std::string chat_template_kwargs;  // serve: a JSON object every request's chat_template_kwargs extend
+  std::string reasoning_format = "auto";  // serve: "none" keeps <think> text in content
   int max_batch = 16;
   int max_queue = 64;
   int kv_cache_mib = 0;

@@ -124,6 +124,12 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   if (is_leader(comm) && !key) return fail(ctx, key.error().message);  // before any rank loads a model
   auto tok = leader_tokenizer(o, comm);
   if (!tok) return fail(ctx, tok.error().message);
+  std::shared_ptr<const chat_template::ChatFormat> chat_format;
+  if (is_leader(comm)) {  // before any rank loads a model: a bad template is the operator's to fix first
+    auto format = chat_template::ChatFormat::load(o.model_dir, o.chat_template, o.chat_template_kwargs);
+    if (!format) return fail(ctx, format.error().message);
+    chat_format = std::make_shared<const chat_template::ChatFormat>(std::move(*format));
+  }
   auto loaded = load_model(o, comm, /*batch_invariant=*/!o.no_batch_invariant);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
@@ -150,6 +156,8 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   server_options.created = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
   server_options.access_log = log_access;
+  server_options.chat_format = chat_format;
+  server_options.split_reasoning = o.reasoning_format != "none";
   serve::Server server(scheduler, **tok, stop_ids, server_options);
   serve::HttpOptions http_options;
   http_options.access = access_policy(o, !key->empty());
@@ -169,6 +177,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   const double kv_mib_per_1k = scheduler.kv_bytes_per_position() * 1000.0 / (1 << 20);
   spdlog::info("serving {} on http://{}:{} (OpenAI API under /v1, chat page at /)", server_options.model_name,
                url_host(address.first), (*http)->port());
+  spdlog::debug("chat template: {}", chat_format->origin());
   spdlog::info("{} rank{}, {}, batch up to {}, queue {}, context {}, KV {:.1f} MiB per 1000 positions{}{}",
                model.comm().size(), model.comm().size() == 1 ? "" : "s", model.kernel_name(), o.max_batch,
                o.max_queue, model.max_context(), kv_mib_per_1k,

@@ -11,6 +11,7 @@ namespace xft::engine::serve {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 // Model output may end in the middle of a UTF-8 sequence only through U+FFFD
 // replacement upstream; still, never let dump() throw on bytes.
@@ -36,19 +37,15 @@ bool neutral_value(const std::string& name, const json& value) {
   if (name == "logprobs" || name == "echo") return value.is_boolean() && !value.get<bool>();
   if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
   if (name == "top_logprobs") return value.is_number_integer() && value.get<int64_t>() == 0;
-  if (name == "tools" || name == "functions") return value.is_array() && value.empty();
+  if (name == "functions") return value.is_array() && value.empty();
   if (name == "logit_bias") return value.is_object() && value.empty();
   if (name == "response_format") return value == json{{"type", "text"}};
-  // With no tools there is nothing to call: "none" and "auto" both mean plain text.
-  if (name == "tool_choice") return value == "none" || value == "auto";
-  if (name == "parallel_tool_calls") return value.is_boolean();
   return false;
 }
 
 bool neutral_field(const std::string& key, bool chat) {
   static const std::set<std::string> both = {"n", "frequency_penalty", "presence_penalty", "logprobs", "logit_bias"};
-  static const std::set<std::string> chat_only = {"top_logprobs", "tools", "functions", "tool_choice",
-                                                  "parallel_tool_calls", "response_format"};
+  static const std::set<std::string> chat_only = {"top_logprobs", "functions", "response_format"};
   static const std::set<std::string> completions_only = {"best_of", "echo", "suffix"};
   return both.count(key) || (chat ? chat_only : completions_only).count(key);
 }
@@ -74,13 +71,14 @@ Expected<void, ApiError> set_flag(const json& value, const std::string& name, bo
   return {};
 }
 
-Expected<std::string, ApiError> message_content(const json& content, size_t index) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
+Expected<std::string, ApiError> message_content(const ojson& content, const std::string& param) {
+  if (content.is_null()) return std::string();
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return bad("'" + param + "' must be a string or an array of text parts", param);
   std::string text;
   for (const auto& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
       return bad("'" + param + "': only parts of type 'text' are supported", param);
     }
     text += part["text"].get<std::string>();
@@ -88,28 +86,102 @@ Expected<std::string, ApiError> message_content(const json& content, size_t inde
   return text;
 }
 
-Expected<void, ApiError> parse_messages(const json& value, CompletionRequest& request) {
+// An assistant message's tool_calls, as the template reads them: arguments
+// given as a JSON string (what OpenAI sends) become the object they spell.
+Expected<ojson, ApiError> template_tool_calls(const ojson& calls, const std::string& at) {
+  const std::string param = at + ".tool_calls";
+  if (!calls.is_array()) return bad("'" + param + "' must be an array", param);
+  ojson out = ojson::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string call_at = param + "[" + std::to_string(i) + "]";
+    const ojson& call = calls[i];
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+      return bad("'" + call_at + "' must be an object with a 'function'", call_at);
+    const ojson& function = call["function"];
+    if (!function.contains("name") || !function["name"].is_string())
+      return bad("'" + call_at + ".function.name' must be a string", call_at + ".function.name");
+    ojson arguments = function.contains("arguments") ? function["arguments"] : ojson::object();
+    if (arguments.is_string()) {
+      ojson parsed = ojson::parse(arguments.get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded() && parsed.is_object()) arguments = std::move(parsed);
+    }
+    ojson normalized = ojson::object();
+    if (call.contains("id")) normalized["id"] = call["id"];
+    normalized["type"] = "function";
+    normalized["function"] = {{"name", function["name"]}, {"arguments", std::move(arguments)}};
+    out.push_back(std::move(normalized));
+  }
+  return out;
+}
+
+Expected<void, ApiError> parse_messages(const ojson& value, CompletionRequest& request) {
   if (!value.is_array() || value.empty()) return bad("'messages' must be a non-empty array", "messages");
+  static const std::set<std::string> fields = {"role", "content", "name", "tool_calls", "tool_call_id",
+                                               "reasoning_content", "refusal"};
   for (size_t i = 0; i < value.size(); ++i) {
-    const json& m = value[i];
+    const ojson& m = value[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return bad("'" + at + "' must be an object with 'role' and 'content'", at);
     for (const auto& [key, _] : m.items()) {
-      if (key != "role" && key != "content" && key != "name") return bad("unknown field '" + at + "." + key + "'", at + "." + key);
+      if (!fields.count(key)) return bad("unknown field '" + at + "." + key + "'", at + "." + key);
     }
     if (!m.contains("role") || !m["role"].is_string()) return bad("'" + at + ".role' must be a string", at + ".role");
     std::string role = m["role"].get<std::string>();
     // OpenAI's newer name for the system message (the openai SDK sends it for o1-style models).
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant") {
-      return bad("'" + at + ".role' must be system, developer, user or assistant, got '" + role + "'", at + ".role");
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return bad("'" + at + ".role' must be system, developer, user, assistant or tool, got '" + role + "'", at + ".role");
     }
-    if (!m.contains("content")) return bad("'" + at + ".content' is missing", at + ".content");
-    auto content = message_content(m["content"], i);
+    const bool has_calls = role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (!m.contains("content") && !has_calls) return bad("'" + at + ".content' is missing", at + ".content");
+    if (m.contains("content") && m["content"].is_null() && !has_calls)
+      return bad("'" + at + ".content' may be null only beside 'tool_calls'", at + ".content");
+    auto content = message_content(m.contains("content") ? m["content"] : ojson(), at + ".content");
     if (!content) return content.error();
+    ojson normalized = {{"role", role}, {"content", *content}};
+    for (const char* key : {"name", "tool_call_id", "reasoning_content"}) {
+      if (!m.contains(key) || m[key].is_null()) continue;
+      if (!m[key].is_string()) return bad("'" + at + "." + key + "' must be a string", at + "." + key);
+      normalized[key] = m[key];
+    }
+    if (has_calls) {
+      auto calls = template_tool_calls(m["tool_calls"], at);
+      if (!calls) return calls.error();
+      normalized["tool_calls"] = std::move(*calls);
+    }
     request.messages.emplace_back(role, *content);
+    request.template_messages.push_back(std::move(normalized));
   }
   return {};
+}
+
+Expected<void, ApiError> parse_tools(const ojson& value, CompletionRequest& request) {
+  if (value.is_null()) return {};
+  if (!value.is_array()) return bad("'tools' must be an array of {\"type\": \"function\", \"function\": {...}}", "tools");
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const ojson& tool = value[i];
+    if (!tool.is_object() || !tool.contains("type") || tool["type"] != "function" || !tool.contains("function") ||
+        !tool["function"].is_object())
+      return bad("'" + at + "' must be {\"type\": \"function\", \"function\": {\"name\": ...}}", at);
+    const ojson& function = tool["function"];
+    if (!function.contains("name") || !function["name"].is_string() || function["name"].get<std::string>().empty())
+      return bad("'" + at + ".function.name' must be a non-empty string", at + ".function.name");
+    if (function.contains("parameters") && !function["parameters"].is_object() && !function["parameters"].is_null())
+      return bad("'" + at + ".function.parameters' must be a JSON schema object", at + ".function.parameters");
+  }
+  if (!value.empty()) request.tools = value;
+  return {};
+}
+
+Expected<void, ApiError> parse_tool_choice(const json& value, CompletionRequest& request) {
+  if (value.is_null() || value == "auto") return {};
+  if (value == "none") {
+    request.tool_choice_none = true;
+    return {};
+  }
+  return bad("'tool_choice' " + quoted(value) + " is not supported by this server yet (\"auto\" or \"none\")",
+             "tool_choice", "unsupported_parameter");
 }
 
 Expected<void, ApiError> parse_stop(const json& value, CompletionRequest& request) {
@@ -142,8 +214,12 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
   if (key == "model") {
     if (!value.is_string()) return bad("'model' must be a string", key);
     request.model = value.get<std::string>();
-  } else if (key == "messages" && request.chat) {
-    return parse_messages(value, request);
+  } else if ((key == "messages" || key == "tools" || key == "chat_template_kwargs") && request.chat) {
+    return {};  // read from the order-keeping parse (parse_chat_fields)
+  } else if (key == "tool_choice" && request.chat) {
+    return parse_tool_choice(value, request);
+  } else if (key == "parallel_tool_calls" && request.chat) {
+    if (!value.is_null() && !value.is_boolean()) return bad("'parallel_tool_calls' must be true or false", key);
   } else if (key == "prompt" && !request.chat) {
     return parse_prompt(value, request);
   } else if (key == "stream") {
@@ -208,6 +284,24 @@ json header(const ResponseIds& ids, const char* object) {
   return {{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
 }
 
+// messages, tools and chat_template_kwargs reach the template: key order
+// matters there (tojson prints objects in the order the client wrote them).
+Expected<void, ApiError> parse_chat_fields(std::string_view body, CompletionRequest& request) {
+  ojson document = ojson::parse(body.begin(), body.end(), nullptr, false);
+  if (document.contains("messages")) {
+    if (auto parsed = parse_messages(document["messages"], request); !parsed) return parsed;
+  }
+  if (document.contains("tools")) {
+    if (auto parsed = parse_tools(document["tools"], request); !parsed) return parsed;
+  }
+  if (document.contains("chat_template_kwargs") && !document["chat_template_kwargs"].is_null()) {
+    if (!document["chat_template_kwargs"].is_object())
+      return bad("'chat_template_kwargs' must be an object, e.g. {\"enable_thinking\": false}", "chat_template_kwargs");
+    request.chat_template_kwargs = document["chat_template_kwargs"];
+  }
+  return {};
+}
+
 }  // namespace
 
 int json_nesting_depth(std::string_view text, int stop_above) {
@@ -246,6 +340,9 @@ Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view 
     auto parsed = parse_field(key, value, request);
     if (!parsed) return parsed.error();
   }
+  if (chat) {
+    if (auto parsed = parse_chat_fields(body, request); !parsed) return parsed.error();
+  }
   if (chat && request.messages.empty()) return bad("'messages' is required", "messages");
   if (!chat && !document.contains("prompt")) return bad("'prompt' is required", "prompt");
   if (request.include_usage && !request.stream) {
@@ -253,6 +350,83 @@ Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view 
   }
   return request;
 }
+
+namespace {
+
+Expected<json, ApiError> parse_object(std::string_view body) {
+  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    return bad("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels", "",
+               "invalid_json");
+  }
+  json document = json::parse(body.begin(), body.end(), nullptr, false);
+  if (document.is_discarded()) return bad("the request body is not valid JSON", "", "invalid_json");
+  if (!document.is_object()) return bad("the request body must be a JSON object");
+  return document;
+}
+
+}  // namespace
+
+Expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body) {
+  auto document = parse_object(body);
+  if (!document) return document.error();
+  TokenizeRequest request;
+  static const std::set<std::string> chat_fields = {"messages", "tools", "chat_template_kwargs"};
+  for (const auto& [key, value] : document->items()) {
+    if (key == "model" || key == "add_special_tokens" || key == "add_special") continue;  // Qwen adds no BOS either way
+    if (key == "prompt" || key == "content") {
+      if (!value.is_string()) return bad("'" + key + "' must be a string", key);
+      request.text = value.get<std::string>();
+    } else if (key == "with_pieces" || key == "return_token_strs") {
+      if (!value.is_boolean()) return bad("'" + key + "' must be true or false", key);
+      request.with_pieces = value.get<bool>();
+    } else if (key == "add_generation_prompt") {
+      if (!value.is_boolean()) return bad("'add_generation_prompt' must be true or false", key);
+      request.add_generation_prompt = value.get<bool>();
+    } else if (!chat_fields.count(key)) {
+      return bad("unknown field '" + key + "'", key, "unknown_field");
+    }
+  }
+  request.chat = document->contains("messages");
+  const bool has_text = document->contains("prompt") || document->contains("content");
+  if (request.chat == has_text) return bad("give either 'prompt' (or 'content') or 'messages'", "prompt");
+  if (request.chat) {
+    // The chat fields alone, through the chat completion parser (key order kept).
+    ojson ordered = ojson::parse(body.begin(), body.end(), nullptr, false);
+    ojson chat = ojson::object();
+    for (const std::string& key : chat_fields)
+      if (ordered.contains(key)) chat[key] = ordered[key];
+    auto parsed = parse_completion_request(chat.dump(), true);
+    if (!parsed) return parsed.error();
+    request.chat_request = std::move(*parsed);
+  }
+  return request;
+}
+
+Expected<std::vector<int32_t>, ApiError> parse_detokenize_request(std::string_view body, int32_t vocab_size) {
+  auto document = parse_object(body);
+  if (!document) return document.error();
+  std::vector<int32_t> ids;
+  for (const auto& [key, value] : document->items()) {
+    if (key == "model") continue;
+    if (key != "tokens") return bad("unknown field '" + key + "'", key, "unknown_field");
+    if (!value.is_array()) return bad("'tokens' must be an array of token ids", key);
+    for (const json& id : value) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size)
+        return bad("'tokens' must hold token ids from 0 to " + std::to_string(vocab_size - 1) + ", got " + quoted(id), key);
+      ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
+  if (!document->contains("tokens")) return bad("'tokens' is required", "tokens");
+  return ids;
+}
+
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_model_len, const std::vector<std::string>* pieces) {
+  json body = {{"count", ids.size()}, {"max_model_len", max_model_len}, {"tokens", ids}};
+  if (pieces) body["token_strs"] = *pieces;
+  return dump(body);
+}
+
+std::string detokenize_body(const std::string& text) { return dump({{"prompt", text}, {"content", text}}); }
 
 std::string error_body(const ApiError& error) {
   return dump({{"error",
@@ -270,6 +444,45 @@ std::string completion_body(const ResponseIds& ids, bool chat, const std::string
   json body = header(ids, chat ? "chat.completion" : "text_completion");
   body["choices"] = json::array({choice});
   body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
+                                 const std::string& finish_reason, const Usage& usage) {
+  json reply = {{"role", "assistant"}};
+  reply["content"] = message.content.empty() && !message.tool_calls.empty() ? json(nullptr) : json(message.content);
+  if (!message.reasoning.empty()) reply["reasoning_content"] = message.reasoning;
+  if (!message.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCall& call : message.tool_calls)
+      calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    reply["tool_calls"] = std::move(calls);
+  }
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}, {"message", reply}};
+  json body = header(ids, "chat.completion");
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event) {
+  json delta = json::object();
+  switch (event.kind) {
+    case OutputEvent::Kind::Content: delta["content"] = event.text; break;
+    case OutputEvent::Kind::Reasoning: delta["reasoning_content"] = event.text; break;
+    case OutputEvent::Kind::ToolCallStart:
+      delta["tool_calls"] = json::array({{{"index", event.index},
+                                          {"id", event.id},
+                                          {"type", "function"},
+                                          {"function", {{"name", event.name}, {"arguments", ""}}}}});
+      break;
+    case OutputEvent::Kind::ToolCallArguments:
+      delta["tool_calls"] = json::array({{{"index", event.index}, {"function", {{"arguments", event.text}}}}});
+      break;
+  }
+  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}};
+  json body = header(ids, "chat.completion.chunk");
+  body["choices"] = json::array({choice});
   return dump(body);
 }
 

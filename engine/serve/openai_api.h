@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/expected.h"
+#include "engine/serve/assistant_output.h"
 
 namespace xft::engine::serve {
 
@@ -28,6 +31,13 @@ struct CompletionRequest {
   bool chat = false;
   std::string model;
   std::vector<std::pair<std::string, std::string>> messages;  // chat: (role, content)
+  // chat: the messages as the chat template reads them, key order kept:
+  // developer as system, text parts joined, null content as "", tool-call
+  // argument strings parsed into objects (templates print them with tojson).
+  nlohmann::ordered_json template_messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null: none (an empty list too)
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  bool tool_choice_none = false;  // "none": tools are not offered and no call is parsed
   std::string prompt;                                          // completions
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -41,6 +51,23 @@ struct CompletionRequest {
   bool ignore_eos = false;  // extension (vLLM): generate max_tokens whatever comes (benchmarks)
   bool skip_special_tokens = true;  // extension (vLLM, same default): no <|…|> control tokens in the text
 };
+
+// POST /tokenize as vLLM spells it ({"prompt": text} or {"messages": [...],
+// "add_generation_prompt", "tools", "chat_template_kwargs"}) and as
+// llama-server does ({"content": text, "with_pieces"}).
+struct TokenizeRequest {
+  bool chat = false;
+  std::string text;
+  CompletionRequest chat_request;  // chat: messages, tools, chat_template_kwargs
+  bool add_generation_prompt = true;
+  bool with_pieces = false;  // also each token's text
+};
+Expected<TokenizeRequest, ApiError> parse_tokenize_request(std::string_view body);
+// POST /detokenize: {"tokens": [ids]}.
+Expected<std::vector<int32_t>, ApiError> parse_detokenize_request(std::string_view body, int32_t vocab_size);
+std::string tokenize_body(const std::vector<int32_t>& ids, int max_model_len, const std::vector<std::string>* pieces);
+// Both spellings of the answer: vLLM's "prompt" and llama-server's "content".
+std::string detokenize_body(const std::string& text);
 
 // Bodies nested deeper are refused (400) before they are parsed.
 inline constexpr int kMaxJsonDepth = 64;
@@ -69,6 +96,13 @@ std::string completion_body(const ResponseIds& ids, bool chat, const std::string
 // first chunk's delta; finish_reason empty: null. A usage chunk has no choices.
 std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
                        const std::string& finish_reason);
+// A chat answer parsed into content, reasoning_content and tool_calls
+// (content null when only tools were called; empty fields left out).
+std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
+                                 const std::string& finish_reason, const Usage& usage);
+// One parsed delta as a chat chunk: content, reasoning_content, or
+// delta.tool_calls[i] (id, type and name first, then the arguments).
+std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event);
 std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage);
 std::string models_body(const std::string& model, int64_t created);
 

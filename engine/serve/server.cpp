@@ -63,24 +63,26 @@ std::string access_line(const AccessRecord& record) {
          std::to_string(record.ms) + "ms";
 }
 
-std::vector<int32_t> chat_prompt_ids(const Tokenizer& tokenizer,
-                                     const std::vector<std::pair<std::string, std::string>>& messages) {
-  std::vector<int32_t> ids;
-  auto append = [&ids](const std::vector<int32_t>& more) { ids.insert(ids.end(), more.begin(), more.end()); };
-  if (messages.empty() || messages.front().first != "system") append(tokenizer.encode(tokenizer.chat_prompt({}, false)));
-  for (const auto& [role, content] : messages) {
-    ids.push_back(tokenizer.im_start());
-    append(tokenizer.encode_ordinary(role + "\n" + content));
-    ids.push_back(tokenizer.im_end());
-    append(tokenizer.encode_ordinary("\n"));
-  }
-  ids.push_back(tokenizer.im_start());
-  append(tokenizer.encode_ordinary("assistant\n"));
-  return ids;
+Expected<ChatPrompt, ApiError> build_chat_prompt(const Tokenizer& tokenizer, const chat_template::ChatFormat& format,
+                                                 const CompletionRequest& request, bool add_generation_prompt) {
+  static const nlohmann::ordered_json no_tools;
+  auto rendered = format.render(request.template_messages, request.tool_choice_none ? no_tools : request.tools,
+                                request.chat_template_kwargs, add_generation_prompt);
+  if (!rendered) return ApiError{400, rendered.error().message, "invalid_request_error", "messages", ""};
+  std::vector<std::pair<size_t, size_t>> plain;
+  for (const chat_template::Span& span : rendered->untrusted) plain.emplace_back(span.begin, span.end);
+  ChatPrompt prompt;
+  prompt.ids = tokenizer.encode_with_plain_ranges(rendered->bytes, plain);
+  std::string_view text = rendered->bytes;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  prompt.opens_thinking = text.size() >= 7 && text.substr(text.size() - 7) == "<think>";
+  return prompt;
 }
 
 Server::Server(Scheduler& scheduler, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids, ServerOptions options)
-    : scheduler_(scheduler), tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), options_(std::move(options)) {}
+    : scheduler_(scheduler), tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), options_(std::move(options)),
+      chat_format_(options_.chat_format ? options_.chat_format
+                                        : std::make_shared<const chat_template::ChatFormat>(chat_template::ChatFormat::chatml())) {}
 
 bool Server::authorized(const HttpRequest& request) const {
   if (options_.api_key.empty()) return true;
@@ -88,7 +90,8 @@ bool Server::authorized(const HttpRequest& request) const {
 }
 
 void Server::screen(const HttpRequest& head, HttpResponder& responder) {
-  const bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions";
+  const bool completion = head.path == "/v1/completions" || head.path == "/v1/chat/completions" ||
+                          head.path == "/tokenize" || head.path == "/detokenize";
   if (completion && head.method == "POST" && authorized(head)) return;
   handle(head, responder);
 }
@@ -107,7 +110,7 @@ void Server::handle(const HttpRequest& request, HttpResponder& responder) {
   }
   // Any other path counts as "other", so scanners cannot grow the label set.
   static const std::set<std::string> known = {"/", "/index.html", "/health", "/metrics", "/v1/models",
-                                              "/v1/completions", "/v1/chat/completions"};
+                                              "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
   metrics_.count_request(known.count(request.path) ? request.path : "other", responder.status());
 }
 
@@ -133,7 +136,7 @@ Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responde
     if (!get) return wrong_method("GET, HEAD");
     return sent(responder.send(200, "text/plain; version=0.0.4", metrics_.render(scheduler_.take_counters())));
   }
-  const bool api = path.rfind("/v1/", 0) == 0;
+  const bool api = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
   if (api && !authorized(request)) {
     return sent(responder.send(401, kJson,
                                error_body(ApiError{401, "missing or wrong API key: send 'Authorization: Bearer KEY'",
@@ -148,9 +151,38 @@ Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responde
     if (!post) return wrong_method("POST");
     return completions(request, responder, path == "/v1/chat/completions");
   }
+  if (path == "/tokenize" || path == "/detokenize") {
+    if (!post) return wrong_method("POST");
+    path == "/tokenize" ? tokenize(request, responder) : detokenize(request, responder);
+    return {};
+  }
   send_error(responder, ApiError{404, "no such endpoint: " + request.method + " " + path, "invalid_request_error",
                                  "", "not_found"});
   return {};
+}
+
+// The ids a completion would be given for the same text or messages.
+void Server::tokenize(const HttpRequest& http, HttpResponder& responder) {
+  auto parsed = parse_tokenize_request(http.body);
+  if (!parsed) return send_error(responder, parsed.error());
+  std::vector<int32_t> ids;
+  if (parsed->chat) {
+    auto built = build_chat_prompt(tokenizer_, *chat_format_, parsed->chat_request, parsed->add_generation_prompt);
+    if (!built) return send_error(responder, built.error());
+    ids = std::move(built->ids);
+  } else {
+    ids = tokenizer_.encode_ordinary(parsed->text);
+  }
+  std::vector<std::string> pieces;
+  if (parsed->with_pieces)
+    for (int32_t id : ids) pieces.push_back(tokenizer_.decode(std::span<const int32_t>(&id, 1)));
+  responder.send(200, kJson, tokenize_body(ids, scheduler_.max_context(), parsed->with_pieces ? &pieces : nullptr));
+}
+
+void Server::detokenize(const HttpRequest& http, HttpResponder& responder) {
+  auto ids = parse_detokenize_request(http.body, tokenizer_.vocab_size());
+  if (!ids) return send_error(responder, ids.error());
+  responder.send(200, kJson, detokenize_body(tokenizer_.decode(*ids)));
 }
 
 Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& responder, bool chat) {
@@ -170,7 +202,18 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   }
 
   GenerationRequest gen;
-  gen.prompt = chat ? chat_prompt_ids(tokenizer_, req.messages) : tokenizer_.encode_ordinary(req.prompt);
+  bool opens_thinking = false;
+  if (chat) {
+    auto built = build_chat_prompt(tokenizer_, *chat_format_, req);
+    if (!built) {
+      send_error(responder, built.error());
+      return {};
+    }
+    gen.prompt = std::move(built->ids);
+    opens_thinking = built->opens_thinking;
+  } else {
+    gen.prompt = tokenizer_.encode_ordinary(req.prompt);
+  }
   const int prompt = static_cast<int>(gen.prompt.size());
   const int room = std::max(0, scheduler_.max_context() - prompt);
   if (req.max_tokens && prompt < scheduler_.max_context() && *req.max_tokens > room) {
@@ -204,11 +247,24 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   StreamDecoder decoder(tokenizer_);
   StopText stop_text(req.stop);
   std::string text;
+  AssistantOutputOptions parsing;
+  parsing.split_reasoning = chat && options_.split_reasoning && chat_format_->thinks();
+  parsing.starts_in_reasoning = opens_thinking;
+  parsing.parse_tool_calls = chat && !req.tools.is_null() && !req.tool_choice_none;
+  parsing.call_id_prefix = "call_" + ids.id.substr(ids.id.find('-') + 1) + "_";
+  AssistantOutputParser answer(parsing);
+  auto send_events = [&](const std::vector<OutputEvent>& events) -> bool {
+    if (!req.stream) return true;
+    for (const OutputEvent& event : events)
+      if (!responder.write(sse(chat_event_chunk_body(ids, event)))) return false;
+    return true;
+  };
   // The tokens up to and including the one that completed a stop string: whatever
   // the scheduler drew after it, before the cancel reached it, depends on timing.
   int completion_tokens = 0;
   auto on_text = [&](const std::string& piece) -> bool {  // false: the client is gone
     if (piece.empty()) return true;
+    if (chat) return send_events(answer.push(piece));
     if (!req.stream) {
       text += piece;
       return true;
@@ -243,6 +299,7 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   if (!stop_text.stopped()) {
     if (!on_text(stop_text.push(decoder.flush())) || !on_text(stop_text.flush())) return {prompt, completion_tokens};
   }
+  if (chat && !send_events(answer.finish())) return {prompt, completion_tokens};
   const std::string reason = stream->finish_reason();
   if (reason == "error" || (reason == "cancelled" && !stop_text.stopped())) {
     ApiError error{reason == "error" ? 500 : 503, stream->error().empty() ? "generation was cancelled" : stream->error(),
@@ -256,10 +313,12 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
     }
     return {prompt, completion_tokens};
   }
-  const std::string finish = stop_text.stopped() ? "stop" : openai_finish(reason);
+  std::string finish = stop_text.stopped() ? "stop" : openai_finish(reason);
+  if (chat && finish == "stop" && !answer.message().tool_calls.empty()) finish = "tool_calls";
   const Usage usage{stream->prompt_tokens(), completion_tokens};
   if (!req.stream) {
-    responder.send(200, kJson, completion_body(ids, chat, text, finish, usage));
+    responder.send(200, kJson, chat ? chat_completion_body(ids, answer.message(), finish, usage)
+                                    : completion_body(ids, chat, text, finish, usage));
   } else {
     responder.write(sse(chunk_body(ids, chat, "", "", finish)));
     if (req.include_usage) responder.write(sse(usage_chunk_body(ids, chat, usage)));

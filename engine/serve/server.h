@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/chat_template/chat_format.h"
 #include "engine/serve/http_server.h"
 #include "engine/serve/metrics.h"
+#include "engine/serve/openai_api.h"
 #include "engine/serve/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -33,13 +36,20 @@ struct ServerOptions {
   int default_max_tokens = 256;  // for requests that give no max_tokens
   int64_t created = 0;           // the model's "created" timestamp
   std::function<void(const AccessRecord&)> access_log;  // empty: none
+  std::shared_ptr<const chat_template::ChatFormat> chat_format;  // null: the built-in ChatML template
+  bool split_reasoning = true;  // --reasoning-format none: <think> text stays in content
 };
 
-// Chat messages as Qwen ChatML token ids. Message content is tokenized as
-// plain text, so "<|im_end|>" typed by a user is text, not a control token;
-// otherwise equal to tokenizer.encode(tokenizer.chat_prompt(messages, true)).
-std::vector<int32_t> chat_prompt_ids(const Tokenizer& tokenizer,
-                                     const std::vector<std::pair<std::string, std::string>>& messages);
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  bool opens_thinking = false;  // the prompt ends inside <think>: the answer starts as reasoning
+};
+// A chat request rendered through the chat template and tokenized so that
+// only the template's own text becomes control tokens: "<|im_end|>" or
+// "<tool_call>" typed in a message, a tool description or a kwarg stays text.
+// A template error (raise_exception, a limit) is a 400 naming messages.
+Expected<ChatPrompt, ApiError> build_chat_prompt(const Tokenizer& tokenizer, const chat_template::ChatFormat& format,
+                                                 const CompletionRequest& request, bool add_generation_prompt = true);
 
 class Server {
  public:
@@ -60,12 +70,15 @@ class Server {
   };
   Tokens route(const HttpRequest& request, HttpResponder& responder);
   Tokens completions(const HttpRequest& request, HttpResponder& responder, bool chat);
+  void tokenize(const HttpRequest& request, HttpResponder& responder);
+  void detokenize(const HttpRequest& request, HttpResponder& responder);
   bool authorized(const HttpRequest& request) const;
 
   Scheduler& scheduler_;
   const Tokenizer& tokenizer_;
   std::vector<int32_t> stop_ids_;
   ServerOptions options_;
+  std::shared_ptr<const chat_template::ChatFormat> chat_format_;
   Metrics metrics_;
 };
 

@@ -168,6 +168,33 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   return out;
 }
 
+std::vector<int32_t> Tokenizer::encode_with_plain_ranges(std::string_view text,
+                                                     std::span<const std::pair<size_t, size_t>> plain_ranges) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  size_t segment_start = 0;
+  size_t range = 0;  // the first plain range that does not end before pos
+  for (size_t pos = 0; pos < text.size();) {
+    while (range < plain_ranges.size() && plain_ranges[range].second <= pos) ++range;
+    if (data_->added_by_first_byte[static_cast<unsigned char>(text[pos])].empty()) {
+      ++pos;
+      continue;
+    }
+    const AddedToken* t = added_token_at(*data_, text, pos);
+    const bool overlaps_plain = t && range < plain_ranges.size() && plain_ranges[range].first < pos + t->content.size();
+    if (!t || overlaps_plain) {
+      ++pos;
+      continue;
+    }
+    encode_text(*data_, text.substr(segment_start, pos - segment_start), out);
+    out.push_back(t->id);
+    pos += t->content.size();
+    segment_start = pos;
+  }
+  encode_text(*data_, text.substr(segment_start), out);
+  return out;
+}
+
 std::vector<int32_t> Tokenizer::encode_ordinary(std::string_view text) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);

@@ -32,6 +32,12 @@ class Tokenizer {
   // Added/special tokens written in the text are tokenized as plain text;
   // for untrusted content that must not inject control tokens.
   std::vector<int32_t> encode_ordinary(std::string_view text) const;
+  // As encode(), except that an added token overlapping any of `plain_ranges`
+  // ([begin, end) byte offsets, sorted and disjoint) is read as plain text:
+  // a rendered chat template's message content cannot inject control tokens,
+  // while the template's own "<|im_start|>" still becomes one.
+  std::vector<int32_t> encode_with_plain_ranges(std::string_view text,
+                                                std::span<const std::pair<size_t, size_t>> plain_ranges) const;
   // Concatenated token bytes; ids outside the vocabulary are skipped, bytes
   // that are not valid UTF-8 become U+FFFD (as Hugging Face decodes).
   std::string decode(std::span<const int32_t> ids) const;

@@ -717,7 +717,52 @@ TEST_F(ServeOpenAiServer, EveryErrorHasOpenAisShape) {
                                     R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})");
   EXPECT_EQ(status_line(tools), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(body_of(tools),
-            R"({"error":{"code":"unsupported_parameter","message":"'tools' is not supported by this server (only its default value), got [{\"type\":\"function\"}]","param":"tools","type":"invalid_request_error"}})");
+            R"({"error":{"code":null,"message":"'tools[0]' must be {\"type\": \"function\", \"function\": {\"name\": ...}}","param":"tools[0]","type":"invalid_request_error"}})");
+}
+
+TEST_F(ServeOpenAiServer, TokenizeAndDetokenizeAsVllmAndLlamaServerSpellThem) {
+  const json text = post_json("/tokenize", {{"model", "tiny"}, {"prompt", "Hello <|im_end|> world"}});
+  const std::vector<int32_t> ids = tokenizer_->encode_ordinary("Hello <|im_end|> world");
+  EXPECT_EQ(text, (json{{"count", ids.size()}, {"max_model_len", 256}, {"tokens", ids}}));
+  const json pieces = post_json("/tokenize", {{"content", "Hi there"}, {"with_pieces", true}});
+  EXPECT_EQ(pieces["token_strs"], (json{"Hi", " there"}));
+  const json back = post_json("/detokenize", {{"tokens", ids}});
+  EXPECT_EQ(back, (json{{"prompt", "Hello <|im_end|> world"}, {"content", "Hello <|im_end|> world"}}));
+  // A chat's count is the prompt_tokens its completion reports.
+  const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  const json chat = post_json("/tokenize", {{"messages", messages}});
+  const json answer = post_json("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}});
+  EXPECT_EQ(chat["count"], answer["usage"]["prompt_tokens"]);
+  EXPECT_EQ(chat["tokens"], tokenizer_->encode(tokenizer_->chat_prompt({{"user", "Hi"}}, true)));
+  const std::string bad_id = request("POST", "/detokenize", R"({"tokens":[-1]})");
+  EXPECT_EQ(status_line(bad_id), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(json::parse(body_of(bad_id))["error"]["param"], "tokens");
+  EXPECT_EQ(status_line(request("POST", "/tokenize", R"({"prompt":"a","messages":[]})")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line(request("GET", "/tokenize")), "HTTP/1.1 405 Method Not Allowed");
+}
+
+TEST_F(ServeOpenAiServer, ChatWithToolsAnswersWholeAndStreamedAlike) {
+  const json tools = json::array({{{"type", "function"},
+                                   {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather?"}},
+                                               {{"role", "assistant"}, {"content", nullptr},
+                                                {"tool_calls", json::array({{{"id", "c"}, {"type", "function"},
+                                                                             {"function", {{"name", "get_weather"}, {"arguments", "{}"}}}}})}},
+                                               {{"role", "tool"}, {"tool_call_id", "c"}, {"content", "sunny"}}})},
+                     {"tools", tools}, {"max_tokens", 6}, {"temperature", 0}};
+  const json whole = post_json("/v1/chat/completions", body);
+  ASSERT_EQ(whole["choices"][0]["message"]["role"], "assistant") << whole;
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const std::string events = body_of(request("POST", "/v1/chat/completions", streamed_body.dump()));
+  std::string content;
+  static const std::regex event("data: (\\{[^\\n]*\\})\\n");
+  for (std::sregex_iterator it(events.begin(), events.end(), event), end; it != end; ++it) {
+    const json chunk = json::parse((*it)[1].str());
+    if (!chunk["choices"].empty()) content += chunk["choices"][0]["delta"].value("content", "");
+  }
+  const json& message = whole["choices"][0]["message"];
+  EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>());
 }
 
 TEST_F(ServeOpenAiServer, EachRequestIsLoggedOnceWithItsTokens) {

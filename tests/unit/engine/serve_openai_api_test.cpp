@@ -63,7 +63,7 @@ TEST(ServeOpenAiApi, BadRequestsNameTheFieldInOpenAisErrorShape) {
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"top_p":0})").param, "top_p");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"n":2})").code, "unsupported_parameter");
   EXPECT_EQ(rejected(R"({"messages":[]})").param, "messages");
-  EXPECT_EQ(rejected(R"({"messages":[{"role":"tool","content":"a"}]})").param, "messages[0].role");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"robot","content":"a"}]})").param, "messages[0].role");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a","x":1}]})").param, "messages[0].x");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"stream_options":{"include_usage":true}})").param,
             "stream_options");
@@ -80,8 +80,8 @@ TEST(ServeOpenAiApi, TheDeveloperRoleIsTheSystemMessage) {
       R"({"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"hi"}]})", true);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->messages, (std::vector<std::pair<std::string, std::string>>{{"system", "be brief"}, {"user", "hi"}}));
-  EXPECT_EQ(rejected(R"({"messages":[{"role":"tool","content":"a"}]})").message,
-            "'messages[0].role' must be system, developer, user or assistant, got 'tool'");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"robot","content":"a"}]})").message,
+            "'messages[0].role' must be system, developer, user, assistant or tool, got 'robot'");
 }
 
 // What the openai SDKs, LangChain and LiteLLM send by default changes nothing here.
@@ -112,10 +112,12 @@ TEST(ServeOpenAiApi, OtherValuesOfThoseFieldsAre400sNamingTheField) {
   EXPECT_EQ(schema.code, "unsupported_parameter");
   EXPECT_EQ(schema.message,
             R"('response_format' is not supported by this server (only its default value), got {"json_schema":{"name":"answer","strict":true},"type":"js...)");
-  ApiError tools = rejected(user + R"("tools":[{"type":"function","function":{"name":"f"}}]})");
-  EXPECT_EQ(tools.param, "tools");
-  EXPECT_EQ(tools.message,
-            R"('tools' is not supported by this server (only its default value), got [{"function":{"name":"f"},"type":"function"}])");
+  ApiError tools = rejected(user + R"("tools":[{"type":"function","function":{"name":""}}]})");
+  EXPECT_EQ(tools.param, "tools[0].function.name");
+  EXPECT_EQ(tools.message, "'tools[0].function.name' must be a non-empty string");
+  EXPECT_EQ(rejected(user + R"("tools":[{"type":"retrieval"}]})").param, "tools[0]");
+  EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").message,
+            R"('tool_choice' "required" is not supported by this server yet ("auto" or "none"))");
   EXPECT_EQ(rejected(user + R"("response_format":{"type":"json_object"}})").param, "response_format");
   EXPECT_EQ(rejected(user + R"("logit_bias":{"15":-100}})").param, "logit_bias");
   EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");
@@ -192,6 +194,29 @@ TEST(ServeStopText, HoldsBackWhatMayStartAStopStringAndCutsAtTheFirstMatch) {
   EXPECT_EQ(newline.flush(), "\n");
   StopText none({});
   EXPECT_EQ(none.push("E"), "E");
+}
+
+TEST(ServeOpenAiApi, ChatFieldsReachTheTemplateInTheClientsKeyOrder) {
+  auto r = parse_completion_request(
+      R"({"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+          {"role":"user","content":"w?"},
+          {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+            "function":{"name":"get","arguments":"{\"z\": 1, \"a\": [2]}"}}]},
+          {"role":"tool","tool_call_id":"c1","content":"{\"t\": 3}"}],
+        "tools":[{"type":"function","function":{"name":"get","parameters":{"type":"object","properties":{"z":{},"a":{}}}}}],
+        "tool_choice":"auto","parallel_tool_calls":false,"chat_template_kwargs":{"enable_thinking":false}})",
+      true);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->template_messages.dump(),
+            R"([{"role":"system","content":"ab"},{"role":"user","content":"w?"},)"
+            R"({"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":{"z":1,"a":[2]}}}]},)"
+            R"({"role":"tool","content":"{\"t\": 3}","tool_call_id":"c1"}])");
+  EXPECT_EQ(r->tools.dump(), R"([{"type":"function","function":{"name":"get","parameters":{"type":"object","properties":{"z":{},"a":{}}}}}])");
+  EXPECT_EQ(r->chat_template_kwargs.dump(), R"({"enable_thinking":false})");
+  EXPECT_FALSE(r->tool_choice_none);
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":null}]})").param, "messages[0].content");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":[1]})").param,
+            "chat_template_kwargs");
 }
 
 }  // namespace
