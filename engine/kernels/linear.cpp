@@ -239,16 +239,19 @@ void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, i
   }
 }
 
-// A decode kernel's batch-invariant GEMM and the rows it wants per call.
+// A decode kernel's batch-invariant GEMM, the rows it wants per call, and
+// whether plain prefill should take it over oneDNN's f32 tiles (where oneDNN
+// has no bf16 matmul; see prefill_batch_invariant).
 struct Gemm {
   GemvKernel kernel = nullptr;
   int (*panel_rows)(const PackedWeight&) = nullptr;
+  bool beats_onednn_f32 = false;
 };
 
 // The batch-invariant GEMM of a decode kernel, where there is one: none
 // sends larger batches to gemv_groups.
 Gemm pick_gemm(GemvKernel gemv) {
-  if (gemv == gemv_avx2) return {gemm_avx2, gemm_avx2_panel_rows};
+  if (gemv == gemv_avx2) return {gemm_avx2, gemm_avx2_panel_rows, true};
   if (gemv == gemv_bf16_avx512) return {gemm_bf16_avx512, gemm_bf16_avx512_panel_rows};
   if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
   if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
@@ -381,7 +384,11 @@ bool Linear::prefill_batch_invariant() const {
   // oneDNN at m = 17..64 and 0.95-1.15x at m = 512 on Qwen2.5-0.5B shapes, so
   // plain prefill gets batch invariance at no cost. With bf16 matmul
   // (AVX-512) oneDNN runs half-width products these kernels do not have.
-  return packed_ && pick_gemm(pick_gemv(*packed_)).kernel != nullptr && !onednn_bf16_matmul_available();
+  // The AVX-512 GEMMs (vdpbf16ps, VNNI) must keep the decode kernels' per
+  // output dot-product order, so each instruction serves one output: on the
+  // 2-core AVX-512 EPYC (Zen 5) bench_kernels --only linear measured them at
+  // 0.3-0.7x oneDNN's f32 tiles, which therefore keep plain prefill there.
+  return packed_ && pick_gemm(pick_gemv(*packed_)).beats_onednn_f32 && !onednn_bf16_matmul_available();
 }
 
 void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
