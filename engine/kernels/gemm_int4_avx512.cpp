@@ -5,11 +5,10 @@
 //  * a microkernel of kXRows inputs x kWRows weight rows unpacks each unit of
 //    nibbles once for kXRows inputs (the decode kernel unpacks it again per 4
 //    inputs) and loads each input's slots once for kWRows rows;
-//  * K is cut into kKGroups groups at a time: the output accumulators go to a
-//    small per-thread buffer between them, so the inputs' slice stays in L1
-//    while the panel's rows stream past it;
+//  * the outputs' accumulators stay in registers over the whole row;
 //  * the caller hands each thread panels of weight rows sized to stay in L2
-//    (gemm_int4_avx512_panel_rows).
+//    (gemm_int4_avx512_panel_rows) while every chunk of inputs passes over
+//    them, the chunk's rows staying in L1.
 #include <algorithm>
 #include <cstddef>
 
@@ -28,14 +27,11 @@ using int4_avx512_dot::unpack_unit;
 
 constexpr int kXRows = 4;      // inputs per microkernel
 constexpr int kWRows = 2;      // weight rows per microkernel: 8 outputs, 16 group sums
-constexpr int kKSlots = 1024;  // slots per K step (whole groups, at least one): 4 inputs' slice is 8 KiB
-constexpr int kMaxPanelRows = 64;
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
 
-// R weight rows from r0 x M inputs from i0 over groups [g0, g1), resumed from
-// and saved to acc[i * M + j].
+// R weight rows from r0 x M inputs from i0, the whole row: y's R x M outputs.
 template <int R, int M>
-XFT_AVX512BF16 void micro(const PackedWeight& w, const Int4StagedX& xs, int i0, int r0, int g0, int g1, __m512* acc) {
+XFT_AVX512BF16 void micro(const PackedWeight& w, const Int4StagedX& xs, int i0, int r0, float* y) {
   const uint16_t* x = static_cast<const uint16_t*>(xs.x) + static_cast<size_t>(i0) * w.ld;
   const float* sums = xs.group_sums + static_cast<size_t>(i0) * w.groups;
   const int full_units = w.group_len / 64;
@@ -44,8 +40,8 @@ XFT_AVX512BF16 void micro(const PackedWeight& w, const Int4StagedX& xs, int i0, 
   #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
     #pragma GCC unroll 8
-    for (int j = 0; j < M; ++j) a[i][j] = acc[i * M + j];
-  for (int g = g0; g < g1; ++g) {
+    for (int j = 0; j < M; ++j) a[i][j] = _mm512_setzero_ps();
+  for (int g = 0; g < w.groups; ++g) {
     const uint8_t* bytes[R];
     #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) bytes[i] = w.int4_row(r0 + i) + static_cast<size_t>(g) * w.group_len / 2;
@@ -87,10 +83,10 @@ XFT_AVX512BF16 void micro(const PackedWeight& w, const Int4StagedX& xs, int i0, 
   #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
     #pragma GCC unroll 8
-    for (int j = 0; j < M; ++j) acc[i * M + j] = a[i][j];
+    for (int j = 0; j < M; ++j) y[static_cast<size_t>(i0 + j) * w.out + r0 + i] = finish(w, r0 + i, a[i][j]);
 }
 
-using Micro = void (*)(const PackedWeight&, const Int4StagedX&, int, int, int, int, __m512*);
+using Micro = void (*)(const PackedWeight&, const Int4StagedX&, int, int, float*);
 
 template <int R>
 constexpr Micro micro_for(int m) {
@@ -102,42 +98,25 @@ constexpr Micro micro_for(int m) {
   }
 }
 
-// Inputs [i0, i0 + mc) against weight rows [rb, re): K step by K step over
-// the panel, then every output finished from its accumulator.
-XFT_AVX512BF16 void chunk(const PackedWeight& w, const Int4StagedX& xs, int i0, int mc, float* y, int rb, int re,
-                          __m512* acc) {
+// Inputs [i0, i0 + mc) against weight rows [rb, re).
+void chunk(const PackedWeight& w, const Int4StagedX& xs, int i0, int mc, float* y, int rb, int re) {
   const Micro full = micro_for<kWRows>(mc);
   const Micro single = micro_for<1>(mc);
-  const int rows = re - rb;
-  const int step = std::max(1, kKSlots / w.group_len);
-  for (size_t n = 0; n < static_cast<size_t>(rows) * mc; ++n) acc[n] = _mm512_setzero_ps();
-  for (int g0 = 0; g0 < w.groups; g0 += step) {
-    const int g1 = std::min(w.groups, g0 + step);
-    int r = rb;
-    for (; r + kWRows <= re; r += kWRows) full(w, xs, i0, r, g0, g1, acc + static_cast<size_t>(r - rb) * mc);
-    for (; r < re; ++r) single(w, xs, i0, r, g0, g1, acc + static_cast<size_t>(r - rb) * mc);
-  }
-  for (int r = rb; r < re; ++r) {
-    for (int j = 0; j < mc; ++j) {
-      y[static_cast<size_t>(i0 + j) * w.out + r] = finish(w, r, acc[static_cast<size_t>(r - rb) * mc + j]);
-    }
-  }
+  int r = rb;
+  for (; r + kWRows <= re; r += kWRows) full(w, xs, i0, r, y);
+  for (; r < re; ++r) single(w, xs, i0, r, y);
 }
 
 }  // namespace
 
 int gemm_int4_avx512_panel_rows(const PackedWeight& w) {
   const size_t rows = kPanelBytes / w.row_bytes();
-  return static_cast<int>(std::clamp<size_t>(rows / kWRows * kWRows, 2 * kWRows, kMaxPanelRows));
+  return static_cast<int>(std::max<size_t>(rows / kWRows * kWRows, 2 * kWRows));
 }
 
 void gemm_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
-  alignas(64) static thread_local __m512 acc[kMaxPanelRows * kXRows];
   const Int4StagedX& xs = *static_cast<const Int4StagedX*>(x);
-  for (int p = row_begin; p < row_end; p += kMaxPanelRows) {
-    const int pe = std::min(row_end, p + kMaxPanelRows);
-    for (int i0 = 0; i0 < m; i0 += kXRows) chunk(w, xs, i0, std::min(kXRows, m - i0), y, p, pe, acc);
-  }
+  for (int i0 = 0; i0 < m; i0 += kXRows) chunk(w, xs, i0, std::min(kXRows, m - i0), y, row_begin, row_end);
 }
 
 }  // namespace xft::engine

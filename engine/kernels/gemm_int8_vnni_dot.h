@@ -4,8 +4,8 @@
 // kInt8Block weights with the input's quantized block, its scaling into a
 // float accumulator, the summation order and the final reduction. An output
 // has four float accumulators; block b goes into accumulator b % 4 while four
-// whole blocks remain from a multiple of 4 (blocks before blocks_in_fours()),
-// the last 1..3 blocks into accumulator 0, blocks in increasing order.
+// whole blocks remain from a multiple of 4, the last 1..3 blocks into
+// accumulator 0, blocks in increasing order.
 // Included only by those two files.
 #pragma once
 
@@ -20,8 +20,6 @@
 namespace xft::engine::int8_vnni_dot {
 
 constexpr int kAccumulators = 4;
-
-inline int blocks_in_fours(const PackedWeight& w) { return w.ld / kInt8Block / kAccumulators * kAccumulators; }
 
 // Weight block b of row r as vpdpbusd's unsigned operand: q + 128.
 XFT_VNNI inline __m512i weight_block(const PackedWeight& w, int r, int b) {
