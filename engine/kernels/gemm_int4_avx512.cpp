@@ -28,6 +28,7 @@ using int4_avx512_dot::unpack_unit;
 constexpr int kXRows = 4;      // inputs per microkernel
 constexpr int kWRows = 2;      // weight rows per microkernel: 8 outputs, 16 group sums
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
+constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
 
 // R weight rows from r0 x M inputs from i0, the whole row: y's R x M outputs.
 template <int R, int M>
@@ -111,7 +112,7 @@ void chunk(const PackedWeight& w, const Int4StagedX& xs, int i0, int mc, float* 
 
 int gemm_int4_avx512_panel_rows(const PackedWeight& w) {
   const size_t rows = kPanelBytes / w.row_bytes();
-  return static_cast<int>(std::max<size_t>(rows / kWRows * kWRows, 2 * kWRows));
+  return static_cast<int>(std::clamp<size_t>(rows / kWRows * kWRows, 2 * kWRows, kMaxPanelRows));
 }
 
 void gemm_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {

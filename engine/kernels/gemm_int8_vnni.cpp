@@ -27,6 +27,7 @@ using int8_vnni_dot::weight_block;
 constexpr int kXRows = 3;  // inputs per microkernel
 constexpr int kWRows = 2;  // weight rows per microkernel: 4 x 6 accumulators
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
+constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
 
 // Block b of R weight rows from r0 x M inputs from i0 into a[i][j].
 template <int R, int M>
@@ -91,7 +92,7 @@ void chunk(const PackedWeight& w, const Int8StagedX& x, int i0, int mc, float* y
 
 int gemm_int8_vnni_panel_rows(const PackedWeight& w) {
   const size_t rows = kPanelBytes / w.row_bytes();
-  return static_cast<int>(std::max<size_t>(rows / kWRows * kWRows, 2 * kWRows));
+  return static_cast<int>(std::clamp<size_t>(rows / kWRows * kWRows, 2 * kWRows, kMaxPanelRows));
 }
 
 void gemm_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
