@@ -29,12 +29,13 @@ constexpr int kWRows = 2;  // weight rows per microkernel: 4 x 6 accumulators
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
 constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
 
-// Block b of R weight rows from r0 x M inputs from i0 into a[i][j].
+// Block b of R weight rows x M inputs from i0 into a[i][j].
 template <int R, int M>
-XFT_VNNI inline void block(const PackedWeight& w, const Int8StagedX& x, int i0, int r0, int b, __m512 (&a)[R][M]) {
+XFT_VNNI inline void block(const PackedWeight& w, const int8_t* const (&rows)[R], const Int8StagedX& x, int i0, int b,
+                           __m512 (&a)[R][M]) {
   __m512i wq[R];
   #pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) wq[i] = weight_block(w, r0 + i, b);
+  for (int i = 0; i < R; ++i) wq[i] = weight_block(rows[i], b);
   #pragma GCC unroll 8
   for (int j = 0; j < M; ++j) {
     const InputBlock xb = input_block(w, x, i0 + j, b);
@@ -54,12 +55,15 @@ XFT_VNNI void micro(const PackedWeight& w, const Int8StagedX& x, int i0, int r0,
       #pragma GCC unroll 8
       for (int j = 0; j < M; ++j) a[k][i][j] = _mm512_setzero_ps();
   const int blocks = w.ld / kInt8Block;
+  const int8_t* rows[R];
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) rows[i] = w.row<int8_t>(r0 + i);
   int b = 0;
   for (; b + kAccumulators <= blocks; b += kAccumulators) {
     #pragma GCC unroll 4
-    for (int k = 0; k < kAccumulators; ++k) block<R, M>(w, x, i0, r0, b + k, a[k]);
+    for (int k = 0; k < kAccumulators; ++k) block<R, M>(w, rows, x, i0, b + k, a[k]);
   }
-  for (; b < blocks; ++b) block<R, M>(w, x, i0, r0, b, a[0]);
+  for (; b < blocks; ++b) block<R, M>(w, rows, x, i0, b, a[0]);
   #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
     #pragma GCC unroll 8

@@ -1,12 +1,13 @@
-// What the AVX512-VNNI int8 decode kernel (gemv_int8_vnni.cpp) and its
-// batch-invariant GEMM (gemm_int8_vnni.cpp) share so that both give an input
-// bit for bit the same result: the exact int32 product of a block of
+// The steps of the AVX512-VNNI int8 decode kernel (gemv_int8_vnni.cpp, which
+// spells them out itself) for its batch-invariant GEMM (gemm_int8_vnni.cpp),
+// so that both give an input bit for bit the same result
+// (kernels_rows_independent_test checks it): the exact int32 product of a block of
 // kInt8Block weights with the input's quantized block, its scaling into a
 // float accumulator, the summation order and the final reduction. An output
 // has four float accumulators; block b goes into accumulator b % 4 while four
 // whole blocks remain from a multiple of 4, the last 1..3 blocks into
 // accumulator 0, blocks in increasing order.
-// Included only by those two files.
+// Included only by the GEMM.
 #pragma once
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -21,10 +22,9 @@ namespace xft::engine::int8_vnni_dot {
 
 constexpr int kAccumulators = 4;
 
-// Weight block b of row r as vpdpbusd's unsigned operand: q + 128.
-XFT_VNNI inline __m512i weight_block(const PackedWeight& w, int r, int b) {
-  return _mm512_xor_si512(_mm512_loadu_si512(w.row<int8_t>(r) + b * kInt8Block),
-                          _mm512_set1_epi8(static_cast<char>(0x80)));
+// Weight block b of a packed row as vpdpbusd's unsigned operand: q + 128.
+XFT_VNNI inline __m512i weight_block(const int8_t* row, int b) {
+  return _mm512_xor_si512(_mm512_loadu_si512(row + b * kInt8Block), _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
 // Input j's block b: its quantized bytes, the -128 · Σ x_q start of lane 0

@@ -240,8 +240,8 @@ void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, i
 }
 
 // A decode kernel's batch-invariant GEMM, the rows it wants per call, and
-// whether plain prefill should take it over oneDNN's f32 tiles (where oneDNN
-// has no bf16 matmul; see prefill_batch_invariant).
+// whether plain prefill should take it over oneDNN's f32 tiles where oneDNN
+// has no bf16 matmul (prefill_batch_invariant).
 struct Gemm {
   GemvKernel kernel = nullptr;
   int (*panel_rows)(const PackedWeight&) = nullptr;
@@ -384,10 +384,11 @@ bool Linear::prefill_batch_invariant() const {
   // oneDNN at m = 17..64 and 0.95-1.15x at m = 512 on Qwen2.5-0.5B shapes, so
   // plain prefill gets batch invariance at no cost. With bf16 matmul
   // (AVX-512) oneDNN runs half-width products these kernels do not have.
-  // The AVX-512 GEMMs (vdpbf16ps, VNNI) must keep the decode kernels' per
-  // output dot-product order, so each instruction serves one output: on the
-  // 2-core AVX-512 EPYC (Zen 5) bench_kernels --only linear measured them at
-  // 0.3-0.7x oneDNN's f32 tiles, which therefore keep plain prefill there.
+  // The AVX-512 GEMMs (vdpbf16ps, VNNI) keep the decode kernels' per-output
+  // dot products, one output per instruction, and run where oneDNN has bf16
+  // matmul: bench_kernels --only linear (2-core AVX-512 EPYC, Zen 5, m = 128,
+  // Qwen2.5-0.5B shapes) measured them at 0.5-0.9x of it, so oneDNN keeps
+  // plain prefill there.
   return packed_ && pick_gemm(pick_gemv(*packed_)).beats_onednn_f32 && !onednn_bf16_matmul_available();
 }
 
