@@ -143,8 +143,8 @@ TEST(KernelsLinear, MatchesDoubleReferenceOnOddShapesForEveryFormatAndIsa) {
 }
 
 // The batch-invariant path for large batches (the decode kernel's GEMM, else
-// the decode kernel in groups) whatever forward() picks: K blocks (1300: past
-// the AVX-512 GEMMs' K steps, with 1..3 int8 blocks after the last four),
+// the decode kernel in groups) whatever forward() picks: K blocks (1300: with
+// 1..3 int8 blocks after the last four),
 // panels split over three workers, inputs in chunks with a tail, rows already
 // padded (no copy).
 TEST(KernelsLinear, BatchInvariantKernelsMatchDoubleReferenceForLargeBatches) {

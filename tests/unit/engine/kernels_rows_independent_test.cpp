@@ -32,9 +32,9 @@ int rows_unlike_alone(const Linear& linear, const std::vector<float>& x, int m, 
 }
 
 // Odd shapes: padding (200 -> 256), rows already padded (320: no staging
-// copy, K blocks of the AVX2 GEMM with a short last one; 1300: past the K
-// steps of the AVX-512 GEMMs, whole int4 groups and int8 blocks after the
-// last four), uneven thread and panel splits (150 rows: more than one panel);
+// copy, K blocks of the AVX2 GEMM with a short last one; 1300: 1..3 int8
+// blocks after the last four, several int4 groups and K blocks), uneven
+// thread and panel splits (150 rows: more than one panel of the GEMMs);
 // batches below, at and above kGemvMaxRows, GEMM tails.
 TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndIsa) {
   std::mt19937 rng(42);
