@@ -1,18 +1,13 @@
 // AVX512-BF16 decode kernel: x was rounded to bf16 once (stage_x), each
 // vdpbf16ps multiplies 32 bf16 pairs and accumulates pairs into 16 float
 // lanes. One weight row at a time, for all M inputs; the weight is read exactly once.
-// GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include "engine/kernels/linear_internal.h"
-
-#define XFT_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+// The order per output is gemm_bf16_avx512_dot.h's, which the GEMM keeps.
+#include "engine/kernels/gemm_bf16_avx512_dot.h"
 
 namespace xft::engine {
 namespace {
+
+using bf16_avx512_dot::finish;
 
 // One weight row for M inputs (1..4): the row is read once as one sequential
 // stream (several short interleaved row streams defeat the hardware
@@ -44,12 +39,8 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
       for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
     }
   }
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
   #pragma GCC unroll 16
-  for (int j = 0; j < M; ++j) {
-    y[static_cast<size_t>(j) * w.out + r] =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0][j], a[1][j]), _mm512_add_ps(a[2][j], a[3][j]))) + bias;
-  }
+  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, a[0][j], a[1][j], a[2][j], a[3][j]);
 }
 
 template <int M>

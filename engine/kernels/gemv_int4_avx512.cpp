@@ -7,41 +7,19 @@
 // and the group's scale multiplies the rest. The packed row is read once,
 // for all M inputs, as one sequential stream; every M sums an input in the
 // same order (each input gets bit for bit its result alone).
-// GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include "engine/kernels/linear_internal.h"
-#include "engine/kernels/quant_int4.h"
-
-#define XFT_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
+// The order per output is gemm_int4_avx512_dot.h's, which the GEMM keeps.
+#include "engine/kernels/gemm_int4_avx512_dot.h"
 
 namespace xft::engine {
 namespace {
 
-constexpr int kOrMask = 0xEA;  // vpternlogd: (a & b) | c
-
-// 32 bytes -> slots 0..31 (low nibbles) and 32..63 (high nibbles) as bf16 of 128 + q.
-XFT_AVX512BF16 inline void unpack_unit(const uint8_t* bytes, __m512i& lo, __m512i& hi) {
-  const __m512i words = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
-  const __m512i bias = _mm512_set1_epi16(0x4300);
-  lo = _mm512_ternarylogic_epi32(words, _mm512_set1_epi16(15), bias, kOrMask);
-  hi = _mm512_or_si512(_mm512_srli_epi16(words, 4), bias);
-}
-
-// 16 bytes -> slots 0..15 (low nibbles) then 16..31 (high nibbles).
-XFT_AVX512BF16 inline __m512i unpack_half_unit(const uint8_t* bytes) {
-  const __m256i words = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
-  const __m256i lo = _mm256_and_si256(words, _mm256_set1_epi16(15));
-  const __m256i hi = _mm256_srli_epi16(words, 4);
-  return _mm512_or_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi16(0x4300));
-}
-
-XFT_AVX512BF16 inline __m512 dot(__m512 acc, __m512i w, const uint16_t* x) {
-  return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_loadu_si512(x));
-}
+using int4_avx512_dot::add_group;
+using int4_avx512_dot::dot;
+using int4_avx512_dot::finish;
+using int4_avx512_dot::group_params;
+using int4_avx512_dot::GroupParams;
+using int4_avx512_dot::unpack_half_unit;
+using int4_avx512_dot::unpack_unit;
 
 template <int M>
 XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, const float* sums, float* y, int r) {
@@ -72,19 +50,12 @@ XFT_AVX512BF16 inline void row_stream(const PackedWeight& w, const uint16_t* x, 
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) d0[j] = dot(d0[j], wv, xg + static_cast<size_t>(j) * w.ld + 64 * full_units);
     }
-    const size_t sg = int4_param_index(w, r, g);
-    const __m512 scale = _mm512_set1_ps(_cvtsh_ss(w.group_scale[sg]));
-    const float offset = 128.0f + static_cast<float>(w.group_zero[sg]);
+    const GroupParams p = group_params(w, r, g);
     #pragma GCC unroll 4
-    for (int j = 0; j < M; ++j) {
-      __m512 d = _mm512_add_ps(d0[j], d1[j]);
-      d = _mm512_mask_sub_ps(d, 1, d, _mm512_set1_ps(offset * sums[static_cast<size_t>(j) * w.groups + g]));
-      acc[j] = _mm512_fmadd_ps(d, scale, acc[j]);
-    }
+    for (int j = 0; j < M; ++j) acc[j] = add_group(acc[j], d0[j], d1[j], p, sums[static_cast<size_t>(j) * w.groups + g]);
   }
-  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
   #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = _mm512_reduce_add_ps(acc[j]) + bias;
+  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, acc[j]);
 }
 
 template <int M>

@@ -261,16 +261,31 @@ void gemv_groups(GemvKernel kernel, const PackedWeight& w, const void* staged, i
   }
 }
 
-// The batch-invariant GEMM of a decode kernel, where there is one: null
+// A decode kernel's batch-invariant GEMM, the rows it wants per call, and
+// whether plain prefill should take it over oneDNN's f32 tiles where oneDNN
+// has no bf16 matmul (prefill_batch_invariant).
+struct Gemm {
+  GemvKernel kernel = nullptr;
+  int (*panel_rows)(const PackedWeight&) = nullptr;
+  bool beats_onednn_f32 = false;
+};
+
+// The batch-invariant GEMM of a decode kernel, where there is one: none
 // sends larger batches to gemv_groups.
-GemvKernel pick_gemm(GemvKernel gemv) { return gemv == gemv_avx2 ? gemm_avx2 : nullptr; }
+Gemm pick_gemm(GemvKernel gemv) {
+  if (gemv == gemv_avx2) return {gemm_avx2, gemm_avx2_panel_rows, true};
+  if (gemv == gemv_bf16_avx512) return {gemm_bf16_avx512, gemm_bf16_avx512_panel_rows};
+  if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
+  if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
+  return {};
+}
 
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   if (w.amx) return amx_forward(w, x, m, y, pool);
   const GemvKernel kernel = pick_gemv(w);
-  const GemvKernel gemm = m > kGemvMaxRows ? pick_gemm(kernel) : nullptr;
+  const GemvKernel gemm = m > kGemvMaxRows ? pick_gemm(kernel).kernel : nullptr;
   const void* staged = stage_x(w, x, m);
-  const int rows_per_task = gemm ? gemm_avx2_panel_rows(w) : kRowsPerTask;
+  const int rows_per_task = gemm ? pick_gemm(kernel).panel_rows(w) : kRowsPerTask;
   const int tasks = (w.out + rows_per_task - 1) / rows_per_task;
   // Balanced: a thread that starts late or streams slower hands the rest of
   // its rows to the other instead of making it wait at the end of the call.
@@ -394,10 +409,15 @@ bool Linear::prefill_batch_invariant() const {
   // oneDNN at m = 17..64 and 0.95-1.15x at m = 512 on Qwen2.5-0.5B shapes, so
   // plain prefill gets batch invariance at no cost. With bf16 matmul
   // (AVX-512) oneDNN runs half-width products these kernels do not have.
+  // The AVX-512 GEMMs (vdpbf16ps, VNNI) keep the decode kernels' per-output
+  // dot products, one output per instruction, and run where oneDNN has bf16
+  // matmul: bench_kernels --only linear (2-core AVX-512 EPYC, Zen 5, m = 128,
+  // Qwen2.5-0.5B shapes) measured them at 0.5-0.9x of it, so oneDNN keeps
+  // plain prefill there.
   // A weight packed for AMX runs every m on the tiles (emulated ones too, so
   // a test or serve_batching run sees one kernel for decode and prefill).
   if (packed_ && packed_->amx) return true;
-  return packed_ && pick_gemm(pick_gemv(*packed_)) != nullptr && !onednn_bf16_matmul_available();
+  return packed_ && pick_gemm(pick_gemv(*packed_)).beats_onednn_f32 && !onednn_bf16_matmul_available();
 }
 
 void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {

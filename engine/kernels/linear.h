@@ -5,11 +5,13 @@
 //  * batch-invariant (forward_gemv): an input's result is bit for bit the
 //    same whatever else shares the call. m <= kGemvMaxRows: the decode GEMV
 //    kernels, which read the weight exactly once per call, all pool threads
-//    splitting the output rows. Larger m on AVX2 (f32, bf16, f16, int8:
-//    gemm_avx2.cpp): a register-blocked GEMM that keeps the decode kernel's
-//    summation order per output, over L2-sized panels of weight rows shared
-//    out to the threads; elsewhere (AVX-512, int4, scalar) the decode kernel
-//    in groups of kGemvMaxRows inputs over a few cached rows at a time.
+//    splitting the output rows. Larger m: a register-blocked GEMM that keeps
+//    the decode kernel's summation order per output, over L2-sized panels of
+//    weight rows shared out to the threads: AVX2 (f32, bf16, f16, int8:
+//    gemm_avx2.cpp), AVX512-BF16 (bf16: gemm_bf16_avx512.cpp, int4:
+//    gemm_int4_avx512.cpp), AVX512-VNNI (int8: gemm_int8_vnni.cpp);
+//    elsewhere (AVX-512 f32/f16, fp8, AVX2 int4, scalar) the decode kernel in
+//    groups of kGemvMaxRows inputs over a few cached rows at a time.
 //  * oneDNN matmul (forward_matmul): one single-threaded call per pool thread
 //    on its slice of output columns, primitives cached per shape; bf16
 //    matmul where oneDNN has it (AVX-512), else float weight tiles and f32

@@ -93,6 +93,17 @@ void gemv_int8_avx512(const PackedWeight& w, const void* x, int m, float* y, int
 void gemm_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 int gemm_avx2_panel_rows(const PackedWeight& w);
 
+// The batch-invariant GEMMs of the AVX-512 decode kernels, each input's result
+// bit for bit its decode kernel's for it alone (x staged as for that kernel):
+// gemv_bf16_avx512, gemv_int8_vnni, gemv_int4_avx512. Fastest when each call
+// gets its *_panel_rows(w) rows.
+void gemm_bf16_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_bf16_avx512_panel_rows(const PackedWeight& w);
+void gemm_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_int8_vnni_panel_rows(const PackedWeight& w);
+void gemm_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_int4_avx512_panel_rows(const PackedWeight& w);
+
 // int8 x AVX512-VNNI decode. stage_x_int8 quantizes m rows of x (w.in
 // floats each) into `buffer`, laid out as Int8StagedX describes; the kernel
 // reads that layout as its x.

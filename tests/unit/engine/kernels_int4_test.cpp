@@ -65,8 +65,8 @@ std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo, float hi
 // The AVX512-BF16 decode and bf16 prefill round x (and prefill the weight)
 // to bf16; the bf16 decode kernel sums (128 + q)·x and takes (128 + z)·Σx
 // off, which costs float rounding of those larger sums.
-double bound(Isa isa, int m, double products, double offset_products, int in) {
-  const bool onednn = m > kGemvMaxRows && isa != Isa::scalar;
+// onednn: forward() sent the batch to oneDNN (not to the batch-invariant GEMM).
+double bound(Isa isa, bool onednn, double products, double offset_products, int in) {
   const bool bf16_decode = !onednn && isa == Isa::avx512 && cpu_features().avx512_bf16;
   const bool bf16_prefill = onednn && onednn_bf16_matmul_available();
   double rounding = 0;
@@ -78,8 +78,8 @@ double bound(Isa isa, int m, double products, double offset_products, int in) {
 // Without AVX512-BF16 the SIMD decode quantizes x to int8 per unit of at
 // most 64 slots of one group: |x - sx·t| <= sx/2 with sx <= max|x_group| / 127,
 // so row r may be off by Σ_groups max|x_group| / 254 · Σ_group |w|.
-bool int4_quantizes_x(Isa isa, int m) {
-  return m <= kGemvMaxRows && (isa == Isa::avx2 || (isa == Isa::avx512 && !cpu_features().avx512_bf16));
+bool int4_quantizes_x(Isa isa, bool onednn) {
+  return !onednn && (isa == Isa::avx2 || (isa == Isa::avx512 && !cpu_features().avx512_bf16));
 }
 
 double x_quantization_bound(const RandomInt4& src, const float* x, int r) {
@@ -106,6 +106,7 @@ void check(const RandomInt4& src, int m, bool with_bias, Isa isa, ThreadPool& po
   ASSERT_EQ(linear.isa(), isa);
   std::vector<float> y(size_t(m) * src.rows, std::nanf(""));
   linear.forward(x.data(), m, y.data(), pool);
+  const bool onednn = m > kGemvMaxRows && isa != Isa::scalar && !linear.prefill_batch_invariant();
   for (int i = 0; i < m; ++i) {
     for (int r = 0; r < src.rows; ++r) {
       double ref = with_bias ? bias[r] : 0.0, products = std::fabs(ref), offsets = 0;
@@ -116,8 +117,8 @@ void check(const RandomInt4& src, int m, bool with_bias, Isa isa, ThreadPool& po
         products += std::fabs(p);
         offsets += std::fabs(xv) * 144.0 * f16_to_f32(src.scale[size_t(r) * src.groups + src.group_of[c]]);
       }
-      const double x_bound = int4_quantizes_x(isa, m) ? x_quantization_bound(src, &x[size_t(i) * src.in], r) : 0.0;
-      ASSERT_NEAR(y[size_t(i) * src.rows + r], ref, bound(isa, m, products, offsets, src.in) + x_bound)
+      const double x_bound = int4_quantizes_x(isa, onednn) ? x_quantization_bound(src, &x[size_t(i) * src.in], r) : 0.0;
+      ASSERT_NEAR(y[size_t(i) * src.rows + r], ref, bound(isa, onednn, products, offsets, src.in) + x_bound)
           << "isa=" << isa_name(isa) << " in=" << src.in << " out=" << src.rows << " groups=" << src.groups
           << " m=" << m << " row=" << i << " col=" << r << " kernel=" << linear.kernel_name();
     }

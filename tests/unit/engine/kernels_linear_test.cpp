@@ -142,16 +142,18 @@ TEST(KernelsLinear, MatchesDoubleReferenceOnOddShapesForEveryFormatAndIsa) {
   }
 }
 
-// The batch-invariant path for large batches (the AVX2 GEMM, else the decode
-// kernel in groups) whatever forward() picks: K blocks, panels split over
-// three workers, inputs in chunks with a tail, rows already padded (no copy).
+// The batch-invariant path for large batches (the decode kernel's GEMM, else
+// the decode kernel in groups) whatever forward() picks: K blocks (1300: with
+// 1..3 int8 blocks after the last four),
+// panels split over three workers, inputs in chunks with a tail, rows already
+// padded (no copy).
 TEST(KernelsLinear, BatchInvariantKernelsMatchDoubleReferenceForLargeBatches) {
   std::mt19937 rng(4321);
   ThreadPool pool(3);
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
     for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8}) {
-      for (int in : {64, 130, 320, 1000}) {
+      for (int in : {64, 130, 320, 1000, 1300}) {
         for (int out : {1, 7, 130}) {
           for (int m : {5, 6, 7, 13, 64}) {
             check_linear(format, isa, in, out, m, (in + m) % 2 == 0, pool, rng, Path::gemv);

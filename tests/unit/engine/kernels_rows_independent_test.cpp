@@ -32,13 +32,15 @@ int rows_unlike_alone(const Linear& linear, const std::vector<float>& x, int m, 
 }
 
 // Odd shapes: padding (200 -> 256), rows already padded (320: no staging
-// copy, K blocks of the AVX2 GEMM with a short last one), uneven thread and
-// panel splits; batches below, at and above kGemvMaxRows, GEMM tails.
+// copy, K blocks of the AVX2 GEMM with a short last one; 1300: 1..3 int8
+// blocks after the last four, several int4 groups and K blocks), uneven
+// thread and panel splits (150 rows: more than one panel of the GEMMs);
+// batches below, at and above kGemvMaxRows, GEMM tails.
 TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndIsa) {
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   ThreadPool pool(2);
-  for (const Shape shape : {Shape{200, 77}, Shape{320, 130}, Shape{1000, 9}}) {
+  for (const Shape shape : {Shape{200, 77}, Shape{320, 130}, Shape{1000, 9}, Shape{1300, 150}}) {
     std::vector<float> weight(static_cast<size_t>(shape.in) * shape.out), bias(shape.out);
     for (float& w : weight) w = normal(rng);
     for (float& b : bias) b = normal(rng);

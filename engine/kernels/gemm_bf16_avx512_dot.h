@@ -1,0 +1,35 @@
+// What the AVX512-BF16 decode kernel (gemv_bf16_avx512.cpp) and its
+// batch-invariant GEMM (gemm_bf16_avx512.cpp) share so that both give an input
+// bit for bit the same result: the summation order and the final reduction.
+// An output has four float accumulators; 32-element chunk n of the row (x
+// staged as bf16) goes into accumulator n % 4 by one vdpbf16ps, chunks in
+// increasing order; the four are then summed as finish() does. Included only
+// by those two files.
+#pragma once
+
+// GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "engine/kernels/linear_internal.h"
+
+#define XFT_AVX512BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+
+namespace xft::engine::bf16_avx512_dot {
+
+constexpr int kChunk = 32;       // bf16 elements per vdpbf16ps
+constexpr int kAccumulators = 4;
+
+XFT_AVX512BF16 inline __m512 step(__m512 acc, const uint16_t* w, const uint16_t* x) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(w), (__m512bh)_mm512_loadu_si512(x));
+}
+
+// Output r of an input from its four accumulators, plus the bias.
+XFT_AVX512BF16 inline float finish(const PackedWeight& w, int r, __m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const float bias = w.bias.empty() ? 0.0f : w.bias[r];
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + bias;
+}
+
+}  // namespace xft::engine::bf16_avx512_dot
