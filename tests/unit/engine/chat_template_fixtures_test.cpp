@@ -11,6 +11,7 @@
 
 #include "engine/chat_template/json_value.h"
 #include "engine/chat_template/template.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine::chat_template {
 namespace {
@@ -19,7 +20,7 @@ using ojson = nlohmann::ordered_json;
 
 const ojson& fixtures() {
   static const ojson data = [] {
-    std::ifstream in(std::string(XFT_TEST_DATA_DIR) + "/chat-templates.json");
+    std::ifstream in(xft::test::data_dir() + "/chat-templates.json");
     std::stringstream text;
     text << in.rdbuf();
     return ojson::parse(text.str());

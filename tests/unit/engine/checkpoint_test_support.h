@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine::testing {
 
@@ -43,7 +44,7 @@ inline std::vector<std::string> golden_names() {
 }
 
 inline nlohmann::json golden(const std::string& name) {
-  std::ifstream in(std::string(XFT_TEST_DATA_DIR) + "/golden/" + name + ".json");
+  std::ifstream in(xft::test::data_dir() + "/golden/" + name + ".json");
   EXPECT_TRUE(in.good()) << "tests/data/golden/" << name << ".json missing";
   return nlohmann::json::parse(in);
 }

@@ -6,6 +6,7 @@
 
 #include "engine/checkpoint/test_model.h"
 #include "engine/model/generate.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine {
 namespace {
@@ -18,9 +19,9 @@ struct Fixture {
 };
 
 Fixture load_qwen1() {
-  std::string path = std::string(XFT_TEST_DATA_DIR) + "/golden/qwen1-tiny-s5.json";
+  std::string path = xft::test::data_dir() + "/golden/qwen1-tiny-s5.json";
   if (!std::filesystem::exists(path)) {
-    path = std::string(XFT_SOURCE_DIR) + "/../shared/fixtures/golden/qwen1-tiny-s5.json";
+    path = xft::test::source_dir() + "/../shared/fixtures/golden/qwen1-tiny-s5.json";
   }
   std::ifstream in(path);
   auto json = nlohmann::json::parse(in);

@@ -17,6 +17,7 @@
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
 #include "model_thread_communicator.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine {
 namespace {
@@ -29,9 +30,9 @@ struct Golden {
 };
 
 std::string golden_dir() {
-  const std::string in_tree = std::string(XFT_TEST_DATA_DIR) + "/golden";
+  const std::string in_tree = xft::test::data_dir() + "/golden";
   if (std::filesystem::exists(in_tree)) return in_tree;
-  return std::string(XFT_SOURCE_DIR) + "/../shared/fixtures/golden";
+  return xft::test::source_dir() + "/../shared/fixtures/golden";
 }
 
 Golden load_golden(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tests/unit/engine/tokenizer_test_support.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine {
 namespace {
@@ -20,7 +21,7 @@ struct Case {
 };
 
 std::vector<Case> load_cases() {
-  const std::string path = std::string(XFT_TEST_DATA_DIR) + "/tokenizer-cases.json";
+  const std::string path = xft::test::data_dir() + "/tokenizer-cases.json";
   Expected<std::string> text = read_file(path);
   if (!text) {
     ADD_FAILURE() << text.error().message;

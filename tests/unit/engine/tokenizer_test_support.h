@@ -9,10 +9,11 @@
 #include "common/atomic_file.h"
 #include "engine/tokenizer/tiktoken.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/unit/support/test_paths.h"
 
 namespace xft::engine::testing {
 
-inline std::string tokenizer_dir() { return std::string(XFT_SOURCE_DIR) + "/third_party/tokenizer-qwen3"; }
+inline std::string tokenizer_dir() { return xft::test::source_dir() + "/third_party/tokenizer-qwen3"; }
 
 inline const std::string& tokenizer_json_text() {
   static const std::string text = [] {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -38,22 +39,26 @@ TEST(FanOut, NeverRunsMoreThanTheWidthAtOnce) {
 }
 
 TEST(FanOut, UsesSeveralThreadsAndEveryItemRunsOnce) {
-  std::vector<int> items(20);
-  for (int i = 0; i < 20; ++i) items[i] = i;
+  // Width 64 > 20 items: one thread each, so all 20 calls are in flight at
+  // once. Each call waits until every call has started; thread ids are not
+  // counted, since a finished thread's id may be given to a new one.
+  constexpr int kItems = 20;
+  std::vector<int> items(kItems);
+  for (int i = 0; i < kItems; ++i) items[i] = i;
   std::mutex mutex;
-  std::set<std::thread::id> threads;
+  std::condition_variable all_started;
+  int started = 0;
   std::multiset<int> seen;
   auto results = fan_out(items, 64, [&](const int& i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::lock_guard lock(mutex);
-    threads.insert(std::this_thread::get_id());
+    std::unique_lock lock(mutex);
     seen.insert(i);
-    return i * i;
+    if (++started == kItems) all_started.notify_all();
+    all_started.wait_for(lock, std::chrono::seconds(30), [&] { return started == kItems; });
+    return started == kItems ? i * i : -1;
   });
   EXPECT_EQ(seen.size(), 20u);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(seen.count(i), 1u);
-  EXPECT_EQ(results[7], 49);
-  EXPECT_EQ(threads.size(), 20u);  // width 64 > 20 items: one thread each
+  for (int i = 0; i < kItems; ++i) EXPECT_EQ(seen.count(i), 1u);
+  for (int i = 0; i < kItems; ++i) EXPECT_EQ(results[i], i * i) << "item " << i << " ran before every item had started";
 }
 
 TEST(FanOut, WidthBelowOneMeansSequential) {
