@@ -200,6 +200,7 @@ int run_ranks_for(const Context& ctx, const BenchFlags& f, const std::vector<std
     spdlog::error("bench allreduce: {}", mpirun.error().message);
     return exit_error;
   }
+  set_launch_site(run, *planned, f.reach);
   return run_ranks(planned->plan, *mpirun, run);
 }
 

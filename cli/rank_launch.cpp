@@ -235,7 +235,16 @@ void add_secret_names(std::vector<std::string>& pass_env, const RankRun& run) {
 
 // --dry-run --json: mpirun's argv as an array, the agent script, and the
 // names of the variables the ranks get (values forwarded by name never shown).
-Expected<nlohmann::ordered_json> describe_mpirun_json(const launcher::RankPlan& plan, launcher::MpirunSpec spec) {
+nlohmann::ordered_json site_json(const launcher::LaunchSite& site) {
+  if (!site.on_first_host) return {{"where", "local"}, {"reason", site.reason}};
+  nlohmann::ordered_json via = nlohmann::ordered_json::array();
+  for (const auto& hop : site.jump) via.push_back(hop.text());
+  return {{"where", "first host"}, {"host", site.host}, {"address", site.address}, {"user", site.user},
+          {"via", via},           {"reason", site.reason}};
+}
+
+Expected<nlohmann::ordered_json> describe_mpirun_json(const launcher::RankPlan& plan, launcher::MpirunSpec spec,
+                                                      const launcher::LaunchSite& site) {
   nlohmann::ordered_json agent = nullptr;
   if (!spec.local_only) {
     auto script = launcher::ssh_agent_script(spec.ssh);
@@ -249,28 +258,58 @@ Expected<nlohmann::ordered_json> describe_mpirun_json(const launcher::RankPlan& 
   for (const auto& [name, value] : launcher::fabric_env(spec)) set.push_back(name);
   for (const auto& [name, value] : spec.env) set.push_back(name);
   return nlohmann::ordered_json{{"ranks", plan.size()},
+                                {"launch_site", site_json(site)},
                                 {"argv", *argv},
                                 {"ssh_agent", agent},
                                 {"env", set},
                                 {"forwarded_env", spec.pass_env}};
 }
 
-Expected<std::string> dry_run_text(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, bool json) {
-  if (!json) return launcher::describe_mpirun_command(plan, mpirun);
-  auto doc = describe_mpirun_json(plan, mpirun);
+Expected<std::string> dry_run_text(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, bool json,
+                                   const launcher::LaunchSite& site) {
+  if (!json) {
+    auto text = launcher::describe_mpirun_command(plan, mpirun);
+    if (!text || !site.on_first_host) return text;
+    return "# on " + site.host + " (" + site.user + "@" + site.address + "): " + site.reason + "\n" + *text;
+  }
+  auto doc = describe_mpirun_json(plan, mpirun, site);
   if (!doc) return doc.error();
   return doc->dump(2) + "\n";
 }
 
+// mpirun on the first host, reached through its bastions like any other session.
+Expected<launcher::LaunchResult> launch_on_first_host(const launcher::LaunchSpec& spec, const RankRun& run) {
+  if (!run.first_host) return make_error("no first host to run mpirun on");
+  spdlog::info("{}: {}", run.what, run.site.reason);
+  // Variables forwarded by name have their values here, not there: they travel like secrets.
+  launcher::LaunchSpec remote_spec = spec;
+  for (const auto& name : spec.mpirun.pass_env) {
+    bool carried = false;
+    for (const auto& [carried_name, value] : remote_spec.child_env) carried = carried || carried_name == name;
+    if (const char* value = std::getenv(name.c_str()); value && !carried) remote_spec.child_env.emplace_back(name, value);
+  }
+  auto transport = make_ssh_transport(run.reach);
+  auto session = transport->connect(*run.first_host);
+  if (!session) return session.error().to_error();
+  return launcher::launch_through(remote_spec, **session);
+}
+
 }  // namespace
+
+void set_launch_site(RankRun& run, const PlannedRanks& planned, const ReachFlags& reach) {
+  run.site = launcher::launch_site_for(planned.hosts);
+  if (!run.site.on_first_host) return;
+  run.first_host = planned.hosts.front();
+  run.reach = reach;
+}
 
 int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun, const RankRun& run) {
   launcher::LaunchSpec spec;
   spec.plan = plan;
-  spec.mpirun = mpirun;
+  spec.mpirun = run.site.on_first_host ? launcher::mpirun_spec_on_first_host(mpirun, run.site) : mpirun;
   add_secret_names(spec.mpirun.pass_env, run);
   if (run.dry_run) {
-    auto text = dry_run_text(plan, spec.mpirun, run.json);
+    auto text = dry_run_text(plan, spec.mpirun, run.json, run.site);
     if (!text) {
       spdlog::error("{}: {}", run.what, text.error().message);
       return exit_error;
@@ -287,7 +326,7 @@ int run_ranks(const launcher::RankPlan& plan, const launcher::MpirunSpec& mpirun
     spec.on_output = run.on_output;
   else if (!run.tag_every_line)
     spec.on_output = [&plan](const launcher::OutputLine& line) { print_rank_line(plan, line); };
-  auto result = launcher::launch(spec);
+  auto result = run.site.on_first_host ? launch_on_first_host(spec, run) : launcher::launch(spec);
   if (!result) {
     spdlog::error("{}: {}", run.what, result.error().message);
     return exit_error;

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/expected.h"
 #include "inventory/inventory.h"
 #include "launcher/launch.h"
+#include "launcher/launch_site.h"
 #include "launcher/topology.h"
 
 namespace xft::cli {
@@ -84,7 +86,15 @@ struct RankRun {
   // command line (an API key): set only in mpirun's own environment and
   // forwarded with `-x NAME`. --dry-run shows `-x NAME`, never the value.
   std::vector<std::pair<std::string, std::string>> secret_env;
+  // Where mpirun runs (set_launch_site); default: here.
+  launcher::LaunchSite site;
+  std::optional<inventory::Host> first_host;  // with site.on_first_host: reached with `reach`
+  ReachFlags reach;
 };
+
+// Where the planned ranks' mpirun runs: here, or on the first host when a
+// host is behind a bastion (launcher/launch_site.h).
+void set_launch_site(RankRun& run, const PlannedRanks& planned, const ReachFlags& reach);
 
 // Runs the ranks and returns the exit code for the command: 0, 1 when mpirun
 // could not start, 2 when a rank failed or the run timed out (named on stderr).

@@ -157,6 +157,7 @@ void run_launch(Context& ctx, const PlanFlags& flags, const ReachFlags& reach, c
   run.json = launch_flags.json;
   run.timeout = std::chrono::seconds(launch_flags.timeout_s);
   run.tag_every_line = true;
+  set_launch_site(run, *planned, reach);
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 

@@ -425,6 +425,24 @@ std::string LaunchResult::summary() const {
   return text;
 }
 
+namespace {
+
+// The failed rank of a finished job, from mpirun's messages or its state trace.
+void name_failed_rank(const LaunchSpec& spec, const OutputCollector& collector, LaunchResult& result) {
+  if (result.exit_code != 0 && !result.timed_out && !result.interrupted) {
+    result.failure = find_failed_rank(result.mpirun_messages);
+    if (!result.failure) result.failure = failure_from_state_trace(collector.state_trace(), result.exit_code);
+    if (result.failure && result.failure->rank < spec.plan.size()) {
+      const auto& r = spec.plan.ranks[result.failure->rank];
+      result.failure->host = r.host;
+      result.failure->address = r.address;
+      result.failure->last_stderr = collector.stderr_tail(r.rank);
+    }
+  }
+}
+
+}  // namespace
+
 Expected<LaunchResult> launch(const LaunchSpec& spec) {
   SignalGuard guard;  // first: a ^C from here on still removes the agent script
   MpirunSpec mpirun = spec.mpirun;
@@ -451,16 +469,94 @@ Expected<LaunchResult> launch(const LaunchSpec& spec) {
   int status = supervise(*pid, out, err, spec, collector, result);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (result.timed_out) result.exit_code = 124;
-  if (result.exit_code != 0 && !result.timed_out && !result.interrupted) {
-    result.failure = find_failed_rank(result.mpirun_messages);
-    if (!result.failure) result.failure = failure_from_state_trace(collector.state_trace(), result.exit_code);
-    if (result.failure && result.failure->rank < spec.plan.size()) {
-      const auto& r = spec.plan.ranks[result.failure->rank];
-      result.failure->host = r.host;
-      result.failure->address = r.address;
-      result.failure->last_stderr = collector.stderr_tail(r.rank);
+  name_failed_rank(spec, collector, result);
+  return result;
+}
+
+namespace {
+
+const char* state_trace_variable(const MpirunSpec& mpirun) {
+  return mpirun.mpi_major >= 5 ? "PRTE_MCA_state_base_verbose" : "OMPI_MCA_state_base_verbose";
+}
+
+// The shell line run on the remote host: each child_env value read from
+// stdin (one line each, so none may hold a newline), then mpirun through env
+// with the state trace on. Every token single-quoted by shell_join.
+Expected<std::pair<std::string, std::string>> remote_mpirun_line(const LaunchSpec& spec,
+                                                                  const std::vector<std::string>& command) {
+  static const std::regex variable("[A-Za-z_][A-Za-z0-9_]*");
+  std::string line, stdin_data;
+  for (const auto& [name, value] : spec.child_env) {
+    if (!std::regex_match(name, variable)) return make_error("environment variable name " + shell_join({name}) + " is not valid");
+    if (value.find('\n') != std::string::npos) return make_error(name + " holds a newline: cannot hand it to mpirun on the first host");
+    line += "IFS= read -r " + name + " && export " + name + " && ";
+    stdin_data += value + "\n";
+  }
+  std::vector<std::string> argv{"exec", "env", std::string(state_trace_variable(spec.mpirun)) + "=5"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return std::pair{line + shell_join(argv), stdin_data};
+}
+
+// The private directory `mktemp -d` made on the remote host, checked before it goes into any command.
+Expected<std::string> remote_temp_dir(remote::RemoteSession& session) {
+  auto made = session.run("mktemp -d /tmp/xftctl-launch.XXXXXXXX");
+  if (!made) return made.error().to_error();
+  std::string dir = made->out.substr(0, made->out.find('\n'));
+  static const std::regex plain("/tmp/xftctl-launch\\.[A-Za-z0-9]+");
+  if (made->exit_status != 0 || !std::regex_match(dir, plain))
+    return make_error("mktemp on " + session.host().name + " failed: " + made->err);
+  return dir;
+}
+
+}  // namespace
+
+Expected<LaunchResult> launch_through(const LaunchSpec& spec, remote::RemoteSession& session) {
+  if (spec.pass_stdin) return make_error("standard input cannot be passed to ranks started on another host");
+  MpirunSpec mpirun = spec.mpirun;
+  std::string dir;
+  if (!mpirun.local_only) {
+    auto script = ssh_agent_script(mpirun.ssh);
+    if (!script) return script.error();
+    auto made = remote_temp_dir(session);
+    if (!made) return made.error();
+    dir = *made;
+    mpirun.ssh_agent_path = dir + "/" + kSshAgentName;
+    if (auto sent = session.upload(*script, mpirun.ssh_agent_path, 0700); !sent) {
+      session.run("rm -rf -- " + shell_join({dir}));
+      return sent.error().to_error();
     }
   }
+  auto cleanup = [&] {
+    if (!dir.empty()) session.run("rm -rf -- " + shell_join({dir}));
+  };
+  auto command = build_mpirun_command(spec.plan, mpirun);
+  if (!command) {
+    cleanup();
+    return command.error();
+  }
+  auto line = remote_mpirun_line(spec, *command);
+  if (!line) {
+    cleanup();
+    return line.error();
+  }
+  LaunchResult result;
+  result.command = *command;
+  OutputCollector collector(spec, result);
+  remote::RunOptions options;
+  options.stdin_data = line->second;
+  options.timeout = spec.timeout;
+  options.on_output = [&](bool is_stderr, std::string_view chunk) { collector.feed(is_stderr, chunk.data(), chunk.size()); };
+  auto ran = session.run(line->first, options);
+  collector.flush();
+  cleanup();
+  if (!ran) {
+    if (ran.error().kind != remote::Failure::timeout) return ran.error().to_error();
+    result.timed_out = true;
+    result.exit_code = 124;
+    return result;
+  }
+  result.exit_code = ran->exit_status;
+  name_failed_rank(spec, collector, result);
   return result;
 }
 

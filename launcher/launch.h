@@ -73,6 +73,15 @@ struct LaunchResult {
 // An error only when mpirun could not be started; a failed rank is a LaunchResult.
 Expected<LaunchResult> launch(const LaunchSpec& spec);
 
+// The same run with mpirun on another host (LaunchSite: the first host behind
+// a bastion), through `session`: the agent script goes to a private directory
+// there (removed afterwards), mpirun's argv is run through the login shell as
+// single-quoted tokens, its output streams back through the same parsing, and
+// child_env values reach it on its standard input (never on a command line).
+// Not with pass_stdin. spec.timeout closes the session (mpirun there is not
+// signalled as launch() signals a local one).
+Expected<LaunchResult> launch_through(const LaunchSpec& spec, remote::RemoteSession& session);
+
 // This process's environment as NAME=VALUE strings with `overrides` set, for an
 // exec whose child must see values we never put into our own environment.
 // An error for a name that is not [A-Za-z_][A-Za-z0-9_]*.

@@ -101,6 +101,21 @@ Expected<void> adopt_oneccl_selection(RunOptions& o) {
   return {};
 }
 
+// The server runs on rank 0, on the first host behind the bastion: say where
+// it listens and the ssh command that forwards a local port to it.
+void say_how_to_reach_server(const RunOptions& o, const launcher::LaunchSite& site) {
+  auto address = parse_listen_address(o.serve);
+  if (!address) return;  // checked before the launch
+  auto [host, port] = *address;
+  // A wildcard listens on loopback too; the forward ends there on the first host.
+  std::string target = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host;
+  log::info(fmt::format("run qwen: the server listens on {}:{} of {} ({}), behind the bastion; reach it from here "
+                        "with: {}",
+                        host.find(':') == std::string::npos ? host : "[" + host + "]", port, site.host, site.address,
+                        launcher::shell_join(launcher::ssh_forward_command(site, target, port))),
+            {{"host", site.host}});
+}
+
 void run_control(Context& ctx, const RunOptions& o) {
   std::vector<std::string> command{self_path()};
   auto args = worker_arguments(o);
@@ -132,8 +147,10 @@ void run_control(Context& ctx, const RunOptions& o) {
     return;
   }
   if (!o.dry_run) log::info(launcher::format_rank_map(planned->plan));
+  set_launch_site(run, *planned, o.reach);
   auto mpirun = mpirun_for(*planned, o.reach, command);
   if (!mpirun) return fail(ctx, mpirun.error().message);
+  if (!o.serve.empty() && run.site.on_first_host) say_how_to_reach_server(o, run.site);
   ctx.exit_code = run_ranks(planned->plan, *mpirun, run);
 }
 

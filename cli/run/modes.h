@@ -36,6 +36,8 @@ constexpr const char* kApiKeyVariable = "XFTCTL_API_KEY";
 std::string url_host(const std::string& host);
 // --serve's address, checked and resolved before any model is loaded or rank started.
 Expected<void> check_listen_address(const std::string& serve);
+// "[HOST:]PORT" -> (host, port); HOST defaults to 127.0.0.1, IPv6 without brackets.
+Expected<std::pair<std::string, int>> parse_listen_address(const std::string& text);
 // The key the server requires (empty: none). The control node resolves it
 // (--api-key, --api-key-file, or XFTCTL_API_KEY) and hands it to the ranks in
 // their environment only; a rank takes it from there and nowhere else.
