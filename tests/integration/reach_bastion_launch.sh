@@ -57,4 +57,23 @@ xft launch --cores-per-rank 1 --timeout 120 -- sh -c 'test "$OMPI_COMM_WORLD_RAN
 assert_eq 2 "$RC" "a failed rank; out: $OUT; err: $ERR"
 assert_contains "$ERR" "rank 2 (h03, $(addr h03)) exited with code 3" "the failed rank named"
 assert_eq "$before_h03" "$(dropped h03)" "no packet from the control node to h03 directly (failure)"
+step "run qwen and bench allreduce across the 3 hosts through h01 (ranks run the binary xftctl runs as: the copy in /run)"
+RC=0
+"$bin_dir/xftctl" -i "$INV" run qwen --cores-per-rank 1 --fake-model qwen2.5-0.5b --bench --input-tokens 4 \
+  --output-tokens 2 --iters 1 --warmup 0 >"$TEST_TMP/qwen" 2>&1 || RC=$?
+assert_eq 0 "$RC" "run qwen through the bastion: $(cat "$TEST_TMP/qwen")"
+assert_contains "$(cat "$TEST_TMP/qwen")" "ranks        3" "three ranks ran"
+assert_eq "$before_h02" "$(dropped h02)" "no packet from the control node to h02 directly (run qwen)"
+assert_eq "$before_h03" "$(dropped h03)" "no packet from the control node to h03 directly (run qwen)"
+
+RC=0
+"$bin_dir/xftctl" -i "$INV" bench allreduce --cores-per-rank 1 -b 8 -e 4K -n 3 -w 1 >"$TEST_TMP/bench" 2>&1 || RC=$?
+assert_eq 0 "$RC" "bench allreduce through the bastion: $(cat "$TEST_TMP/bench")"
+assert_eq "$before_h02" "$(dropped h02)" "no packet from the control node to h02 directly (bench allreduce)"
+assert_eq "$before_h03" "$(dropped h03)" "no packet from the control node to h03 directly (bench allreduce)"
+
+step "run qwen --serve says where the server listens and how to reach it"
+xft run qwen --cores-per-rank 1 --fake-model qwen2.5-0.5b --serve 8000 --dry-run
+assert_eq 0 "$RC" "serve dry run; err: $ERR"
+assert_contains "$ERR" "run qwen: the server listens on 127.0.0.1:8000 of h01 ($(addr h01)), behind the bastion; reach it from here with: ssh -N -L 8000:127.0.0.1:8000 root@$(addr h01)" "the forward command"
 echo "PASS: reach_bastion_launch"
