@@ -249,7 +249,9 @@ Expected<nlohmann::ordered_json> describe_mpirun_json(const launcher::RankPlan& 
   if (!spec.local_only) {
     auto script = launcher::ssh_agent_script(spec.ssh);
     if (!script) return script.error();
-    spec.ssh_agent_path = launcher::ssh_agent_dir_template() + "/" + launcher::kSshAgentName;
+    spec.ssh_agent_path = (site.on_first_host ? std::string(launcher::kRemoteAgentDirTemplate)
+                                              : launcher::ssh_agent_dir_template()) +
+                          "/" + launcher::kSshAgentName;
     agent = {{"path", spec.ssh_agent_path}, {"script", *script}};
   }
   auto argv = launcher::build_mpirun_command(plan, spec);

@@ -1,4 +1,5 @@
 #include "launcher/launch.h"
+#include "launcher/launch_site.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -499,7 +500,7 @@ Expected<std::pair<std::string, std::string>> remote_mpirun_line(const LaunchSpe
 
 // The private directory `mktemp -d` made on the remote host, checked before it goes into any command.
 Expected<std::string> remote_temp_dir(remote::RemoteSession& session) {
-  auto made = session.run("mktemp -d /tmp/xftctl-launch.XXXXXXXX");
+  auto made = session.run(shell_join({"mktemp", "-d", kRemoteAgentDirTemplate}));
   if (!made) return made.error().to_error();
   std::string dir = made->out.substr(0, made->out.find('\n'));
   static const std::regex plain("/tmp/xftctl-launch\\.[A-Za-z0-9]+");

@@ -12,6 +12,10 @@
 
 namespace xft::launcher {
 
+// The mktemp -d template of the private directory that holds mpirun's ssh
+// agent script on the first host.
+inline constexpr const char* kRemoteAgentDirTemplate = "/tmp/xftctl-launch.XXXXXXXX";
+
 struct LaunchSite {
   bool on_first_host = false;  // false: mpirun runs here, on the control node
   std::string host;            // the first host's inventory name (on_first_host)

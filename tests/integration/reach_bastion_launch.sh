@@ -41,6 +41,7 @@ assert_eq 0 "$RC" "dry run; err: $ERR"
 assert_eq "{\"where\":\"first host\",\"host\":\"h01\",\"address\":\"$(addr h01)\",\"user\":\"root\",\"via\":[],\"reason\":\"h02 is reached through bastion root@$(addr h01): mpirun runs on h01 so rank traffic never crosses the bastion\"}" \
   "$(jq -c .launch_site <<<"$OUT")" "the launch site"
 assert_eq "mpirun" "$(jq -r '.argv[0]' <<<"$OUT")" "h01's own mpirun"
+assert_eq "/tmp/xftctl-launch.XXXXXXXX/mpirun-ssh" "$(jq -r '.ssh_agent.path' <<<"$OUT")" "the agent script's place on h01"
 
 before_h02=$(dropped h02)
 before_h03=$(dropped h03)
