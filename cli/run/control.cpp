@@ -8,9 +8,12 @@
 
 #include "cli/allreduce_selection.h"
 #include "cli/rank_launch.h"
+#include "cli/run/loader.h"
+#include "cli/run/memory_plan.h"
 #include "cli/run/modes.h"
 #include "common/log.h"
 #include "engine/comm/selection.h"
+#include "engine/model/architectures.h"
 
 namespace xft::cli::run_qwen {
 
@@ -87,6 +90,33 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   return a;
 }
 
+// Under the rank map: what each rank's share of the model will take and
+// whether each host has the memory for its ranks. A checkpoint that only the
+// rank hosts hold cannot be estimated here; that is said and the run goes on.
+void print_memory_plan(const RunOptions& o, const launcher::RankPlan& plan) {
+  auto opened = open_model_weights(o);
+  if (!opened) {
+    spdlog::info("run qwen: no memory estimate ({})", opened.error().message);
+    return;
+  }
+  MemoryPlanInput input;
+  input.model_name = opened->name;
+  input.config = opened->weights->config();
+  if (auto embed = opened->weights->meta(architecture_layout(input.config.arch).embed)) {
+    input.checkpoint_dtype = embed->dtype;
+  }
+  input.dtype = weight_format(o.dtype);
+  input.kv = kv_format(o.kv_dtype);
+  input.max_context = o.max_context;
+  auto memory = plan_memory(plan, input);
+  if (!memory) {
+    spdlog::warn("run qwen: no memory estimate ({})", memory.error().message);
+    return;
+  }
+  log::info(memory->table);
+  for (const std::string& warning : memory->warnings) spdlog::warn("run qwen: {}", warning);
+}
+
 }  // namespace
 
 // oneCCL users set CCL_ALLREDUCE; without --comm it is the ranks' selection.
@@ -147,6 +177,7 @@ void run_control(Context& ctx, const RunOptions& o) {
     return;
   }
   if (!o.dry_run) log::info(launcher::format_rank_map(planned->plan));
+  print_memory_plan(o, planned->plan);
   set_launch_site(run, *planned, o.reach);
   auto mpirun = mpirun_for(*planned, o.reach, command);
   if (!mpirun) return fail(ctx, mpirun.error().message);

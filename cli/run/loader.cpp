@@ -22,15 +22,6 @@ using namespace xft::engine;
 
 namespace {
 
-WeightFormat weight_format(const std::string& text) {
-  if (text == "fp32") return WeightFormat::f32;
-  if (text == "fp16") return WeightFormat::f16;
-  if (text == "int8") return WeightFormat::int8;
-  if (text == "int4") return WeightFormat::int4;
-  if (text == "fp8") return WeightFormat::fp8;
-  return WeightFormat::bf16;
-}
-
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}
 Expected<std::vector<int>> parse_cpu_list(const std::string& text) {
   std::vector<int> cpus;
@@ -90,10 +81,22 @@ Expected<Tokenizer> load_tokenizer(const RunOptions& o) {
 
 }  // namespace
 
-Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_invariant) {
-  auto start = std::chrono::steady_clock::now();
-  Loaded loaded;
-  std::unique_ptr<WeightSource> weights;
+WeightFormat weight_format(const std::string& text) {
+  if (text == "fp32") return WeightFormat::f32;
+  if (text == "fp16") return WeightFormat::f16;
+  if (text == "int8") return WeightFormat::int8;
+  if (text == "int4") return WeightFormat::int4;
+  if (text == "fp8") return WeightFormat::fp8;
+  return WeightFormat::bf16;
+}
+
+KvFormat kv_format(const std::string& text) {
+  return text == "fp16" ? KvFormat::f16 : text == "fp32" ? KvFormat::f32 : KvFormat::bf16;
+}
+
+Expected<ModelWeights> open_model_weights(const RunOptions& o) {
+  ModelWeights loaded;
+  std::unique_ptr<WeightSource>& weights = loaded.weights;
   if (!o.model_dir.empty() && o.layers > 0) {
     return make_error("--layers cuts a --fake-model preset; a checkpoint from --model runs with all its layers");
   }
@@ -113,11 +116,21 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
     loaded.name = o.fake_model + (o.layers > 0 ? ", " + std::to_string(o.layers) + " layers" : "") +
                   " (fake weights, seed " + std::to_string(o.seed) + ")";
   }
+  return loaded;
+}
+
+Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_invariant) {
+  auto start = std::chrono::steady_clock::now();
+  auto opened = open_model_weights(o);
+  if (!opened) return opened.error();
+  const std::unique_ptr<WeightSource>& weights = opened->weights;
+  Loaded loaded;
+  loaded.name = opened->name;
   auto cpus = parse_cpu_list(o.cpus);
   if (!cpus) return cpus.error();
   ModelOptions options;
   options.dtype = weight_format(o.dtype);
-  options.kv = o.kv_dtype == "fp16" ? KvFormat::f16 : o.kv_dtype == "fp32" ? KvFormat::f32 : KvFormat::bf16;
+  options.kv = kv_format(o.kv_dtype);
   options.threads = o.threads;
   options.cpus = *cpus;
   options.max_context = o.max_context;

@@ -23,6 +23,18 @@ struct Loaded {
   double load_ms = 0.0;
 };
 
+// The weights --model or --fake-model (with --layers) names, nothing read
+// yet: a checkpoint's config and tensor headers, or the fake weights' rule.
+struct ModelWeights {
+  std::unique_ptr<engine::WeightSource> weights;
+  std::string name;
+};
+Expected<ModelWeights> open_model_weights(const RunOptions& o);
+
+// --dtype and --kv-dtype as the engine's formats.
+engine::WeightFormat weight_format(const std::string& text);
+engine::KvFormat kv_format(const std::string& text);
+
 Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_invariant = false);
 
 // Rank 0 loads the tokenizer; the others only need the ids it sends.

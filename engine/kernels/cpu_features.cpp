@@ -136,7 +136,18 @@ bool parse_isa(const std::string& text, Isa* isa) {
   return true;
 }
 
-bool use_avx512_bf16() { return use_avx512() && cpu_features().avx512_bf16; }
+namespace {
+std::atomic<bool>& avx512_bf16_allowed() {
+  static std::atomic<bool> allowed{true};
+  return allowed;
+}
+}  // namespace
+
+void set_avx512_bf16_allowed(bool allowed) { avx512_bf16_allowed().store(allowed, std::memory_order_relaxed); }
+
+bool use_avx512_bf16() {
+  return use_avx512() && cpu_features().avx512_bf16 && avx512_bf16_allowed().load(std::memory_order_relaxed);
+}
 bool use_avx512_vnni() { return use_avx512() && cpu_features().avx512_vnni; }
 
 }  // namespace xft::engine

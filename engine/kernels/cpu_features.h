@@ -54,7 +54,11 @@ bool parse_isa(const std::string& text, Isa* isa);
 // Feature checks that combine the active family with single instructions.
 inline bool use_avx512() { return active_isa() >= Isa::avx512; }
 inline bool use_avx2() { return active_isa() >= Isa::avx2; }
-bool use_avx512_bf16();  // avx512 family and vdpbf16ps
+bool use_avx512_bf16();  // avx512 family and vdpbf16ps, unless turned off below
 bool use_avx512_vnni();  // avx512 family and vpdpbusd
+
+// Turns vdpbf16ps off (or back on) for kernels picked from now on, so tests
+// reach the AVX-512F kernels that an AVX512-BF16 machine otherwise never runs.
+void set_avx512_bf16_allowed(bool allowed);
 
 }  // namespace xft::engine

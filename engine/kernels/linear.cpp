@@ -348,6 +348,29 @@ size_t Linear::weight_bytes() const {
          packed_->fp8_scale.size() * sizeof(float);
 }
 
+size_t Linear::packed_bytes(WeightFormat format, uint64_t out, uint64_t in) {
+  const uint64_t ld = (in + kRowAlign - 1) / kRowAlign * kRowAlign;
+  switch (format) {
+    case WeightFormat::f32: return out * ld * sizeof(float);
+    case WeightFormat::bf16:
+    case WeightFormat::f16: return out * ld * sizeof(uint16_t);
+    case WeightFormat::int8: return out * ld + out * sizeof(float);
+    case WeightFormat::int4: {
+      // Every group padded to whole 32-input units; per group and row (rows
+      // padded to whole row blocks) a bf16 scale and a zero byte.
+      const uint64_t groups = (in + kInt4DefaultGroup - 1) / kInt4DefaultGroup;
+      const uint64_t group_len = (std::min<uint64_t>(in, kInt4DefaultGroup) + 31) / 32 * 32;
+      const uint64_t param_rows = (out + kInt4RowBlock - 1) / kInt4RowBlock * kInt4RowBlock;
+      return out * groups * group_len / 2 + param_rows * groups * (sizeof(uint16_t) + 1);
+    }
+    case WeightFormat::fp8: {
+      const uint64_t blocks = (out + kFp8LoadBlock - 1) / kFp8LoadBlock * ((in + kFp8LoadBlock - 1) / kFp8LoadBlock);
+      return out * ld + blocks * sizeof(float);
+    }
+  }
+  return 0;
+}
+
 void Linear::dequantize_row(int r, float* out) const {
   const PackedWeight& w = *packed_;
   switch (w.format) {

@@ -157,6 +157,10 @@ class Linear {
   // Bytes of packed weight (padded rows, int8 scales, int4 scales and zeros)
   // read by one decode step.
   size_t weight_bytes() const;
+  // What weight_bytes() reports for [out, in] weights of this format quantized
+  // at load (int4 in groups of kInt4DefaultGroup, fp8 in 128x128 blocks),
+  // without packing any: for memory estimates before a load.
+  static size_t packed_bytes(WeightFormat format, uint64_t out, uint64_t in);
   // The kernel family picked at construction (active_isa() then).
   Isa isa() const;
   // e.g. "bf16/avx512-bf16", "int8/avx2", for logs and benchmarks.

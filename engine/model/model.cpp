@@ -17,6 +17,7 @@
 #include "engine/model/blocks/dense_mlp.h"
 #include "engine/model/blocks/fused_experts.h"
 #include "engine/model/blocks/moe.h"
+#include "engine/model/memory_estimate.h"
 #include "engine/model/weight_reading.h"
 
 namespace xft::engine {
@@ -157,27 +158,19 @@ uint64_t expected_read_bytes(const WeightSource& weights, const ModelConfig& c, 
                              bool embed_once) {
   const std::string embed = architecture_layout(c.arch).embed;
   auto meta = weights.meta(embed);
-  const uint64_t unit = meta ? dtype_bytes(meta->dtype) : 2;
-  const uint64_t d = c.head_dim, hidden = c.hidden;
-  const uint64_t q = part.attention.q_heads.size() * d, kv = part.attention.kv_heads.size() * d;
-  const uint64_t mlp = part.mlp.size();
+  const double unit = meta ? dtype_bytes(meta->dtype) : 2;
   // 4-bit checkpoints store a projection's weights packed, half a byte each;
   // FP8 ones a byte each (block scales are a fraction of a percent on top).
   const double projection_unit =
       c.quant.method == QuantMethod::none ? unit : c.quant.method == QuantMethod::fp8 ? 1.0 : 0.5;
-  double attention = projection_unit * (hidden * (q + 2 * kv) + q * hidden);
-  attention += unit * (2 * hidden + (c.qkv_bias ? q + 2 * kv : 0) + (c.qk_norm ? 2 * d : 0));
-  const MoeConfig& moe = c.moe;
-  const double dense_mlp = projection_unit * 3.0 * mlp * hidden;
-  const double sparse = unit * (double(moe.experts) * hidden + (moe.shared_expert_intermediate > 0 ? hidden : 0)) +
-                        projection_unit * 3.0 * hidden *
-                            (double(moe.experts) * part.expert.size() + part.shared_expert.size());
-  double layers = 0;
-  for (int l = 0; l < c.layers; ++l) {
-    layers += attention + (feed_forward_kind(c, l) == FeedForwardKind::mixture_of_experts ? sparse : dense_mlp);
-  }
-  const uint64_t table = unit * part.vocab.size() * hidden;
-  return static_cast<uint64_t>(layers) + table * (embed_once ? 1 : 2) + unit * hidden;
+  TensorBytes stored;
+  stored.projection = [projection_unit](uint64_t out, uint64_t in) { return projection_unit * out * in; };
+  stored.float_projection = [unit](uint64_t out, uint64_t in) { return unit * out * in; };
+  stored.head = stored.float_projection;
+  stored.vector_unit = unit;
+  stored.table_unit = unit;
+  stored.embedding_held = !embed_once;
+  return rank_weight_bytes(c, part, stored);
 }
 
 // Counts the bytes read through it (as stored) and tells the load's progress callback.

@@ -2,12 +2,15 @@
 // checkpoints store them): the e4m3 conversions, and every decode kernel
 // this CPU has (scalar, AVX2, AVX-512) against a double-precision reference
 // on random bytes and scales, partial edge blocks and fused blocks included;
-// a row's result must not depend on what shares the call.
+// a row's result must not depend on what shares the call. On an AVX512-BF16
+// CPU the AVX-512F kernel (float x) runs as well as the vdpbf16ps one.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/kernels/fp8.h"
@@ -114,8 +117,10 @@ TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows)
                           {384, 128, 128, {200}},           // three whole column blocks
                           {256, 32, 64, {96, 40}}};         // smaller blocks, several row blocks
   std::mt19937 rng(7);
-  for (Isa isa : available_isas()) {
-    IsaScope scope(isa);
+  std::string kernels_run;
+  for (const KernelPath path : available_kernel_paths()) {
+    const Isa isa = path.isa;
+    IsaScope scope(isa, path.avx512_bf16);
     ThreadPool pool(2);
     for (const bool rare_subnormals : {false, true}) {
       for (const Shape& s : shapes) {
@@ -132,8 +137,9 @@ TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows)
         const Linear linear(views, s.in, WeightFormat::fp8);
         ASSERT_EQ(linear.isa(), isa);
         // With vdpbf16ps, decode rounds x to bf16 once (as the bf16 and int4 kernels do).
-        const bool bf16_x = use_avx512_bf16();
+        const bool bf16_x = path.avx512_bf16;
         ASSERT_EQ(linear.kernel_name(), std::string("fp8/") + isa_name(isa) + (bf16_x ? "-bf16" : ""));
+        if (kernels_run.find(linear.kernel_name()) == std::string::npos) kernels_run += " " + linear.kernel_name();
         const double decode_rounding = bf16_x ? std::ldexp(1.0, -8) : 0.0;
         const int out = linear.out();
         const std::vector<double> w = reference_weight(blocks, s.in, s.block_cols);
@@ -193,6 +199,8 @@ TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows)
       }
     }
   }
+  std::printf("fp8 decode kernels checked:%s\n", kernels_run.c_str());
+  RecordProperty("kernels", kernels_run);
 }
 
 // --dtype fp8: float rows quantized at load in 128x128 blocks, each block's

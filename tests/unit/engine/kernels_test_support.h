@@ -14,13 +14,16 @@ namespace xft::engine {
 // kernels have their own tests, kernels_amx_*_test.cpp).
 class IsaScope {
  public:
-  explicit IsaScope(Isa isa) : saved_(active_isa()), saved_amx_(amx_mode()) {
+  // avx512_bf16 false: vdpbf16ps off too, for the AVX-512F kernels.
+  explicit IsaScope(Isa isa, bool avx512_bf16 = true) : saved_(active_isa()), saved_amx_(amx_mode()) {
     set_active_isa(isa);
     set_amx_mode(AmxMode::off);
+    set_avx512_bf16_allowed(avx512_bf16);
   }
   ~IsaScope() {
     set_active_isa(saved_);
     set_amx_mode(saved_amx_);
+    set_avx512_bf16_allowed(true);
   }
 
  private:
@@ -33,6 +36,21 @@ inline std::vector<Isa> available_isas() {
   if (best_isa() >= Isa::avx2) isas.push_back(Isa::avx2);
   if (best_isa() >= Isa::avx512) isas.push_back(Isa::avx512);
   return isas;
+}
+
+// A decode path to test: an ISA family, and whether vdpbf16ps is used in it.
+struct KernelPath {
+  Isa isa = Isa::scalar;
+  bool avx512_bf16 = false;
+};
+
+// Every path this CPU can run: each ISA family, and on an AVX512-BF16 CPU
+// the AVX-512 family both with vdpbf16ps and without (AVX-512F alone).
+inline std::vector<KernelPath> available_kernel_paths() {
+  std::vector<KernelPath> paths;
+  for (Isa isa : available_isas()) paths.push_back({isa, false});
+  if (best_isa() >= Isa::avx512 && cpu_features().avx512_bf16) paths.push_back({Isa::avx512, true});
+  return paths;
 }
 
 }  // namespace xft::engine
