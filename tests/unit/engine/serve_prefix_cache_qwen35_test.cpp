@@ -6,6 +6,7 @@
 // the answers stay the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "engine/serve/prefix_cache.h"
@@ -165,6 +166,47 @@ TEST(ServePrefixCacheQwen35, StatesAreEvictedWithTheirBlocksAndAnswersStayTheSam
   EXPECT_EQ(counters.prefix_cache.bytes, 2 * kBlock * kv + state);
   stop = true;
   loop.join();
+}
+
+// The model alone: blocks' keys and values with the state after their last
+// token give the cold prompt's logits bit for bit; without the state they do not.
+TEST(ServePrefixCacheQwen35, ResumingFromBlocksAndTheirStateGivesTheColdLogitsBitForBit) {
+  auto t = tiny_model(13);
+  const auto prompt = prompt_of(45, 3);
+  const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 2 * kBlock), rest(prompt.begin() + 2 * kBlock, prompt.end());
+  auto cold = t.model->new_sequence(64);
+  Chunk whole{cold.get(), prompt};
+  auto cold_logits = t.model->forward({&whole, 1});
+  ASSERT_TRUE(cold_logits.ok()) << cold_logits.error().message;
+  const std::vector<float> expected(cold_logits->begin(), cold_logits->end());
+
+  auto at_boundary = t.model->new_sequence(64);
+  Chunk first{at_boundary.get(), head};
+  ASSERT_TRUE(t.model->forward({&first, 1}).ok());
+  std::vector<std::unique_ptr<Sequence>> blocks;
+  std::vector<const Sequence*> views;
+  for (int b = 0; b < 2; ++b) {
+    blocks.push_back(t.model->new_sequence(kBlock));
+    blocks.back()->drop_linear_states();
+    ASSERT_TRUE(blocks.back()->append_copy(*at_boundary, b * kBlock, kBlock).ok());
+    views.push_back(blocks.back().get());
+  }
+  auto logits_resumed_with = [&](const Sequence::LinearStates& state) {
+    auto warm = t.model->new_sequence(64);
+    EXPECT_TRUE(warm->resume(views, state).ok());
+    EXPECT_EQ(warm->tokens(), head);
+    Chunk tail{warm.get(), rest};
+    auto logits = t.model->forward({&tail, 1});
+    EXPECT_TRUE(logits.ok());
+    return std::vector<float>(logits->begin(), logits->end());
+  };
+  const auto warm = logits_resumed_with(at_boundary->linear_states());
+  ASSERT_EQ(warm.size(), expected.size());
+  EXPECT_EQ(std::memcmp(warm.data(), expected.data(), expected.size() * sizeof(float)), 0);
+  const auto stateless = logits_resumed_with(t.model->new_sequence(1)->linear_states());
+  EXPECT_NE(std::memcmp(stateless.data(), expected.data(), expected.size() * sizeof(float)), 0);
+  EXPECT_EQ(at_boundary->append_copy(*cold, 0, kBlock).error().message,
+            "KV copy: a linear-attention (Qwen3.5) sequence's state cannot be copied by positions");
 }
 
 // The index alone: with a state size, a lookup ends on the last block that kept a state.
