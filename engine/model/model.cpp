@@ -121,14 +121,31 @@ bool same_layout(const KvCache& a, const KvCache& b) {
 }  // namespace
 
 Expected<void> Sequence::append_copy(const Sequence& from, int begin, int n) {
+  if (has_linear_state()) {
+    return make_error("KV copy: a linear-attention (Qwen3.5) sequence's state cannot be copied by positions");
+  }
+  return copy_attention(from, begin, n);
+}
+
+Expected<void> Sequence::resume(std::span<const Sequence* const> blocks, const LinearStates& state) {
+  if (length() != 0) return make_error("resume: the sequence already holds " + std::to_string(length()) + " positions");
+  bool same = state.size() == linear_.size();
+  for (size_t l = 0; same && l < state.size(); ++l) {
+    same = state[l].conv.size() == linear_[l].conv.size() && state[l].recurrent.size() == linear_[l].recurrent.size();
+  }
+  if (!same) return make_error("resume: the linear-attention state belongs to another model or rank");
+  for (const Sequence* block : blocks) {
+    if (auto copied = copy_attention(*block, 0, block->length()); !copied) return copied;
+  }
+  linear_ = state;
+  return {};
+}
+
+// Keys and values of the attention layers and the tokens; a linear-attention state is the caller's.
+Expected<void> Sequence::copy_attention(const Sequence& from, int begin, int n) {
   if (begin < 0 || n < 0 || begin + n > from.length()) {
     return make_error("KV copy: positions [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
                       ") are not all cached in the source sequence of " + std::to_string(from.length()));
-  }
-  for (const auto& state : linear_) {
-    if (!state.recurrent.empty()) {
-      return make_error("KV copy: a linear-attention (Qwen3.5) sequence's state cannot be copied by positions");
-    }
   }
   if (length() + n > capacity()) {
     return make_error("KV copy: " + std::to_string(length()) + " + " + std::to_string(n) +

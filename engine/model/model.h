@@ -76,9 +76,23 @@ class Sequence {
   // values (a cached prompt prefix is copied in instead of prefilled again).
   Expected<void> append_copy(const Sequence& from, int begin, int n);
 
+  // The linear-attention layers' state (Qwen3.5), one per layer (empty for
+  // attention layers): what the tokens so far left behind, which positions
+  // alone cannot rebuild.
+  using LinearStates = std::vector<LinearAttentionState>;
+  const LinearStates& linear_states() const { return linear_; }
+  // Frees the linear-attention state of a sequence used only as a store of
+  // attention keys and values (a cached prompt block).
+  void drop_linear_states() { linear_.clear(); }
+  // Starts this empty sequence from cached blocks (every position of each, in
+  // order) and `state`, the linear-attention state after the blocks' last
+  // token: the sequence then continues as if it had prefilled them.
+  Expected<void> resume(std::span<const Sequence* const> blocks, const LinearStates& state);
+
  private:
   friend class Model;
   using HeadGroup = KvHeadGroup;
+  Expected<void> copy_attention(const Sequence& from, int begin, int n);
   int capacity_ = 0;
   std::vector<int32_t> tokens_;
   std::vector<std::vector<HeadGroup>> layers_;  // empty for linear-attention layers

@@ -23,7 +23,8 @@ uint64_t hash_block(uint64_t parent, std::span<const int32_t> tokens) {
   return h;
 }
 
-PrefixCache::PrefixCache(size_t block_bytes, Hash hash) : block_bytes_(block_bytes), hash_(std::move(hash)) {}
+PrefixCache::PrefixCache(size_t block_bytes, size_t state_bytes, Hash hash)
+    : block_bytes_(block_bytes), state_bytes_(state_bytes), hash_(std::move(hash)) {}
 
 int32_t PrefixCache::find(int32_t parent, uint64_t hash, std::span<const int32_t> tokens) const {
   auto [begin, end] = by_hash_.equal_range(hash);
@@ -59,6 +60,9 @@ std::vector<int32_t> PrefixCache::lookup(std::span<const int32_t> tokens, int li
     parent = id;
   }
   touch(chain);
+  if (state_bytes_ > 0) {
+    while (!chain.empty() && !blocks_[chain.back()].state) chain.pop_back();
+  }
   return chain;
 }
 
@@ -69,7 +73,7 @@ void PrefixCache::count_lookup(int blocks) {
   stats_.hit_tokens += static_cast<uint64_t>(blocks) * kPrefixBlockTokens;
 }
 
-int32_t PrefixCache::add(int32_t parent, uint64_t hash, std::span<const int32_t> tokens) {
+int32_t PrefixCache::add(int32_t parent, uint64_t hash, std::span<const int32_t> tokens, bool state) {
   int32_t id = static_cast<int32_t>(blocks_.size());
   if (!free_ids_.empty()) {
     id = free_ids_.back();
@@ -83,11 +87,13 @@ int32_t PrefixCache::add(int32_t parent, uint64_t hash, std::span<const int32_t>
   b.tokens.assign(tokens.begin(), tokens.end());
   b.children = 0;
   b.used = true;
+  b.state = state;
+  b.bytes = block_bytes_ + (state ? state_bytes_ : 0);
   lru_.push_front(id);
   b.lru = lru_.begin();
   if (parent >= 0) ++blocks_[parent].children;
   by_hash_.emplace(hash, id);
-  stats_.bytes += block_bytes_;
+  stats_.bytes += b.bytes;
   ++stats_.blocks;
   return id;
 }
@@ -106,9 +112,9 @@ bool PrefixCache::evict_one(std::vector<int32_t>& dropped) {
     }
     if (b.parent >= 0) --blocks_[b.parent].children;
     lru_.erase(b.lru);
+    stats_.bytes -= b.bytes;
     b = Block{};
     free_ids_.push_back(id);
-    stats_.bytes -= block_bytes_;
     --stats_.blocks;
     ++stats_.evictions;
     dropped.push_back(id);
@@ -125,21 +131,25 @@ bool PrefixCache::shrink_to(size_t room, std::vector<int32_t>& dropped) {
 }
 
 std::vector<PrefixCache::NewBlock> PrefixCache::insert(std::span<const int32_t> tokens, size_t room,
-                                                       std::vector<int32_t>& dropped) {
+                                                       std::vector<int32_t>& dropped, int state_end) {
   std::vector<NewBlock> added;
   std::vector<int32_t> chain;
   uint64_t hash = 0;
   int32_t parent = -1;
-  const int whole = static_cast<int>(tokens.size()) / kPrefixBlockTokens;
+  int whole = static_cast<int>(tokens.size()) / kPrefixBlockTokens;
+  // Blocks past the state would be a prefix no request could resume from.
+  if (state_bytes_ > 0) whole = std::min(whole, std::max(state_end, 0) / kPrefixBlockTokens);
   for (int i = 0; i < whole; ++i) {
     const auto block = tokens.subspan(static_cast<size_t>(i) * kPrefixBlockTokens, kPrefixBlockTokens);
     hash = hash_(hash, block);
     int32_t id = find(parent, hash, block);
     if (id < 0) {
+      const bool state = state_bytes_ > 0 && (i + 1) * kPrefixBlockTokens == state_end;
+      const size_t bytes = block_bytes_ + (state ? state_bytes_ : 0);
       // Held so far: the chain being extended, so it is never evicted for its own blocks.
-      if (room < block_bytes_ || !shrink_to(room - block_bytes_, dropped)) break;
-      id = add(parent, hash, block);
-      added.push_back(NewBlock{id, i * kPrefixBlockTokens});
+      if (room < bytes || !shrink_to(room - bytes, dropped)) break;
+      id = add(parent, hash, block, state);
+      added.push_back(NewBlock{id, i * kPrefixBlockTokens, state});
     }
     chain.push_back(id);
     held_.insert(id);

@@ -53,22 +53,24 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
   slots_.resize(static_cast<size_t>(options_.max_batch));
   const auto one_position = model_.new_sequence(1);
   kv_per_position_ = one_position->kv_bytes();
-  state_per_sequence_ = one_position->linear_state_bytes();
-  // A linear-attention state is not a list of positions: no prompt-prefix blocks to copy.
-  if (options_.prefix_cache && !one_position->has_linear_state()) prefix_ = std::make_unique<PrefixCache>(kv_per_position_ * kPrefixBlockTokens);
+  linear_state_bytes_ = one_position->linear_state_bytes();
+  // A running sequence's state, and the copy kept at its last block boundary for the prefix cache.
+  state_per_sequence_ = linear_state_bytes_ * (options_.prefix_cache ? 2 : 1);
+  if (options_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(kv_per_position_ * kPrefixBlockTokens, linear_state_bytes_);
 }
 
 size_t Scheduler::prefix_room() const {
   if (options_.kv_budget_bytes == 0) {
-    return static_cast<size_t>(options_.max_batch) * model_.max_context() * kv_per_position_;
+    return static_cast<size_t>(options_.max_batch) * (model_.max_context() * kv_per_position_ + linear_state_bytes_);
   }
   return options_.kv_budget_bytes > kv_used_ ? options_.kv_budget_bytes - kv_used_ : 0;
 }
 
 void Scheduler::cache_prefix(int32_t slot, std::span<const int32_t> tokens, StepPlan& plan) {
   if (!prefix_) return;
-  for (const auto& block : prefix_->insert(tokens, prefix_room(), plan.drop)) {
-    plan.save.push_back(BlockSave{slot, block.position, block.id});
+  const int state_end = executor_.state_boundary(slot);
+  for (const auto& block : prefix_->insert(tokens, prefix_room(), plan.drop, state_end)) {
+    plan.save.push_back(BlockSave{slot, block.position, block.id, block.state});
   }
 }
 
@@ -222,7 +224,11 @@ void Scheduler::plan_prefill(StepPlan& plan) {
     Active& a = *slots_[slot];
     const auto& prompt = a.request.prompt;
     const long left = static_cast<long>(prompt.size()) - a.prefilled;
-    const int take = static_cast<int>(std::min(left, budget));
+    int take = static_cast<int>(std::min(left, budget));
+    // A chunk ends on the prompt's last block boundary, where the executor keeps the
+    // linear-attention state for the prompt's cached blocks.
+    const int boundary = static_cast<int>(prompt.size()) / kPrefixBlockTokens * kPrefixBlockTokens;
+    if (linear_state_bytes_ > 0 && a.prefilled < boundary && a.prefilled + take > boundary) take = boundary - a.prefilled;
     PrefillOp op;
     op.slot = slot;
     op.start = !a.started;

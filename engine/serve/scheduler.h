@@ -14,7 +14,9 @@
 // prefilled, its prompt and answer when it ends. Cached blocks share
 // kv_budget_bytes with the running requests and give way to them, least
 // recently used first; without a budget they hold at most max_batch full
-// contexts.
+// contexts. With linear-attention layers (Qwen3.5) a cached prefix also
+// carries the layers' state at its last block, kept by the executor when a
+// sequence stands on a block boundary (a prompt chunk is cut there).
 #pragma once
 
 #include <atomic>
@@ -150,7 +152,8 @@ class Scheduler {
   Model& model_;
   SchedulerOptions options_;
   size_t kv_per_position_ = 0;
-  size_t state_per_sequence_ = 0;  // linear-attention state (Qwen3.5): fixed per running request
+  size_t linear_state_bytes_ = 0;  // one sequence's linear-attention state (Qwen3.5)
+  size_t state_per_sequence_ = 0;  // linear-attention state bytes a running request holds
   StepExecutor executor_;
   std::unique_ptr<PrefixCache> prefix_;  // null: SchedulerOptions::prefix_cache off
 

@@ -75,6 +75,7 @@ std::vector<uint8_t> encode_plan(const StepPlan& plan) {
     w.put(save.slot);
     w.put(save.position);
     w.put(save.block);
+    w.put(static_cast<int32_t>(save.state));
   }
   w.put_ids(plan.release);
   w.put(static_cast<int32_t>(plan.prefill.size()));
@@ -106,7 +107,9 @@ Expected<StepPlan> decode_plan(std::span<const uint8_t> bytes) {
             static_cast<size_t>(saves) <= bytes.size();
   for (int32_t i = 0; ok && i < saves; ++i) {
     BlockSave save;
-    ok = r.get(save.slot) && r.get(save.position) && r.get(save.block);
+    int32_t state = 0;
+    ok = r.get(save.slot) && r.get(save.position) && r.get(save.block) && r.get(state) && (state == 0 || state == 1);
+    save.state = state == 1;
     plan.save.push_back(save);
   }
   ok = ok && r.get_ids(plan.release) && r.get(prefills) && prefills >= 0 &&
@@ -141,7 +144,8 @@ Expected<void> share_plan(Communicator& comm, StepPlan& plan) {
   return {};
 }
 
-StepExecutor::StepExecutor(Model& model, int slots) : model_(model), slots_(static_cast<size_t>(slots)) {}
+StepExecutor::StepExecutor(Model& model, int slots)
+    : model_(model), linear_state_(model.new_sequence(1)->has_linear_state()), slots_(static_cast<size_t>(slots)) {}
 
 Expected<void> StepExecutor::check(const StepPlan& plan) const {
   auto valid = [&](int32_t slot) { return slot >= 0 && slot < slots(); };
@@ -195,6 +199,9 @@ Expected<void> StepExecutor::check_blocks(const StepPlan& plan) const {
     if (!from || save.position < 0 || save.position + kPrefixBlockTokens > from->length())
       return make_error(what + ": slot " + std::to_string(save.slot) + " has no positions " +
                         std::to_string(save.position) + "+" + std::to_string(kPrefixBlockTokens));
+    if (save.state && slots_[save.slot].boundary_length != save.position + kPrefixBlockTokens)
+      return make_error(what + ": slot " + std::to_string(save.slot) + " kept no linear-attention state at " +
+                        std::to_string(save.position + kPrefixBlockTokens));
     filled.push_back(save.block);
   }
   for (const auto& op : plan.prefill) {
@@ -204,20 +211,64 @@ Expected<void> StepExecutor::check_blocks(const StepPlan& plan) const {
       if (!cached && std::find(filled.begin(), filled.end(), id) == filled.end())
         return make_error("step plan: reuse of block " + std::to_string(id) + " that is not cached");
     }
+    if (!op.reuse.empty() && linear_state_) {
+      const int32_t end = op.reuse.back();
+      const auto saved = std::find_if(plan.save.begin(), plan.save.end(), [&](const BlockSave& s) { return s.block == end; });
+      const bool kept = saved != plan.save.end() ? saved->state
+                                                 : has_block(end) && !is_dropped(end) && !block_states_[end].empty();
+      if (!kept) return make_error("step plan: reuse ends on block " + std::to_string(end) + ", which kept no linear-attention state");
+    }
   }
   return {};
 }
 
 Expected<void> StepExecutor::apply_blocks(const StepPlan& plan) {
-  for (int32_t id : plan.drop) blocks_[id].reset();
+  for (int32_t id : plan.drop) {
+    blocks_[id].reset();
+    block_states_[id].clear();
+  }
   for (const auto& save : plan.save) {
     if (save.block >= static_cast<int32_t>(blocks_.size())) blocks_.resize(save.block + 1);
+    if (save.block >= static_cast<int32_t>(block_states_.size())) block_states_.resize(save.block + 1);
     auto block = model_.new_sequence(kPrefixBlockTokens);
+    block->drop_linear_states();
     if (auto copied = block->append_copy(*slots_[save.slot].sequence, save.position, kPrefixBlockTokens); !copied)
       return copied.error();
     blocks_[save.block] = std::move(block);
+    block_states_[save.block] = save.state ? slots_[save.slot].boundary : Sequence::LinearStates{};
   }
   return {};
+}
+
+Expected<void> StepExecutor::start_from_blocks(Slot& slot, std::span<const int32_t> reuse) {
+  Sequence& sequence = *slot.sequence;
+  if (!linear_state_) {
+    for (int32_t id : reuse) {
+      if (auto copied = sequence.append_copy(*blocks_[id], 0, kPrefixBlockTokens); !copied) return copied.error();
+    }
+    return {};
+  }
+  if (reuse.empty()) return {};
+  std::vector<const Sequence*> blocks;
+  for (int32_t id : reuse) blocks.push_back(blocks_[id].get());
+  const auto& state = block_states_[reuse.back()];
+  if (auto resumed = sequence.resume(blocks, state); !resumed) return resumed.error();
+  slot.boundary = state;
+  slot.boundary_length = sequence.length();
+  return {};
+}
+
+// After a pass: every sequence that stands on a block boundary keeps its linear-attention state there.
+void StepExecutor::keep_boundary_states(const StepPlan& plan) {
+  auto keep = [&](int32_t index) {
+    Slot& slot = slots_[index];
+    const int length = slot.sequence->length();
+    if (length % kPrefixBlockTokens != 0 || length == slot.boundary_length) return;
+    slot.boundary = slot.sequence->linear_states();
+    slot.boundary_length = length;
+  };
+  for (const auto& op : plan.prefill) keep(op.slot);
+  for (int32_t slot : plan.decode) keep(slot);
 }
 
 Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, std::span<const int> rows,
@@ -249,9 +300,7 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     if (op.start) {
       s.sequence = model_.new_sequence(op.capacity);
       s.sampler = std::make_unique<TokenSampler>(op.sampling);
-      for (int32_t id : op.reuse) {
-        if (auto copied = s.sequence->append_copy(*blocks_[id], 0, kPrefixBlockTokens); !copied) return copied.error();
-      }
+      if (auto resumed = start_from_blocks(s, op.reuse); !resumed) return resumed.error();
     }
     if (op.last) {
       slots.push_back(op.slot);
@@ -268,6 +317,7 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
   if (chunks.empty()) return std::vector<int32_t>{};
   auto logits = model_.forward(chunks);
   if (!logits) return logits.error();
+  if (linear_state_) keep_boundary_states(plan);
   if (slots.empty()) return std::vector<int32_t>{};
   return sample(slots, rows, *logits);
 }

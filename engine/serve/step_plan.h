@@ -46,11 +46,14 @@ struct PrefillOp {
   std::vector<int32_t> reuse = {};
 };
 
-// Block `block` gets positions [position, position + kPrefixBlockTokens) of slot's sequence.
+// Block `block` gets positions [position, position + kPrefixBlockTokens) of slot's sequence
+// and, with `state`, the slot's linear-attention state after the block's last position
+// (StepExecutor::state_boundary() must be that position: a request resumes from such a block).
 struct BlockSave {
   int32_t slot = 0;
   int32_t position = 0;
   int32_t block = 0;
+  bool state = false;
 };
 
 // In a step, in this order: blocks dropped, blocks filled (from slots as they
@@ -84,24 +87,37 @@ class StepExecutor {
   int slots() const { return static_cast<int>(slots_.size()); }
   // Cached prefix blocks held on this rank.
   int blocks() const;
+  // The length at which slot's sequence last stood on a block boundary
+  // between steps, with its linear-attention state then kept (Qwen3.5);
+  // -1 when there is none. A prompt chunk ends on the prompt's last block
+  // boundary and decoding passes every boundary, so after its prompt a
+  // sequence keeps the state at its last whole block.
+  int state_boundary(int slot) const { return slots_.at(slot).boundary_length; }
 
  private:
   struct Slot {
     std::unique_ptr<Sequence> sequence;
     std::unique_ptr<TokenSampler> sampler;
     int32_t last = -1;  // the token drawn last, fed by the next decode
+    Sequence::LinearStates boundary;  // linear-attention state at boundary_length
+    int boundary_length = -1;
   };
+
   Expected<void> check(const StepPlan& plan) const;
   Expected<void> check_blocks(const StepPlan& plan) const;
   Expected<void> apply_blocks(const StepPlan& plan);
+  Expected<void> start_from_blocks(Slot& slot, std::span<const int32_t> reuse);
+  void keep_boundary_states(const StepPlan& plan);
   bool has_block(int32_t id) const { return id >= 0 && id < static_cast<int>(blocks_.size()) && blocks_[id]; }
   // slots[i] samples from logits row rows[i].
   Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
                                         std::span<float> logits);
 
   Model& model_;
+  bool linear_state_ = false;  // the model has linear-attention layers (Qwen3.5)
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Sequence>> blocks_;  // index = block id; null: free
+  std::vector<Sequence::LinearStates> block_states_;  // index = block id; empty: none kept
 };
 
 }  // namespace xft::engine::serve

@@ -111,7 +111,7 @@ TEST(ServePrefixCache, WholeBlocksOfASharedPrefixAreFoundUpToTheLimit) {
 }
 
 TEST(ServePrefixCache, EqualHashesWithOtherTokensAreNeverReused) {
-  PrefixCache cache(1, [](uint64_t, std::span<const int32_t>) { return uint64_t{42}; });
+  PrefixCache cache(1, 0, [](uint64_t, std::span<const int32_t>) { return uint64_t{42}; });
   std::vector<int32_t> dropped;
   const auto a = prompt_of(32, 1), b = prompt_of(32, 2);
   const auto a_blocks = cache.insert(a, 100, dropped);
