@@ -1,6 +1,9 @@
 #include "engine/kernels/linear.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -125,9 +128,11 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
   auto w = std::make_unique<PackedWeight>();
   w->format = format;
   w->isa = active_isa();
-  w->use_bf16_dot =
-      (format == WeightFormat::bf16 || format == WeightFormat::int4 || format == WeightFormat::fp8) && use_avx512_bf16();
-  w->use_int8_dot = format == WeightFormat::int8 && use_avx512_vnni();
+  const bool int4_vnni = format == WeightFormat::int4 && use_avx512_vnni() &&
+                         (int4_dot() == Int4Dot::vnni || !use_avx512_bf16());
+  w->use_bf16_dot = (format == WeightFormat::bf16 || (format == WeightFormat::int4 && !int4_vnni) ||
+                     format == WeightFormat::fp8) && use_avx512_bf16();
+  w->use_int8_dot = (format == WeightFormat::int8 && use_avx512_vnni()) || int4_vnni;
   w->out = out;
   w->in = in;
   if (any_bias) w->bias.assign(out, 0.0f);
@@ -161,6 +166,7 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
 
 GemvKernel pick_gemv(const PackedWeight& w) {
   if (w.format == WeightFormat::int4) {
+    if (w.use_int8_dot) return gemv_int4_vnni;
     if (w.use_bf16_dot) return gemv_int4_avx512;
     return w.isa >= Isa::avx2 ? gemv_int4_avx2 : gemv_int4_scalar;
   }
@@ -297,7 +303,22 @@ void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool
   });
 }
 
+std::atomic<int>& int4_dot_slot() {
+  static std::atomic<int> slot{[] {
+    Int4Dot dot = Int4Dot::vnni;
+    if (const char* env = std::getenv("XFT_INT4_DOT")) {
+      if (std::strcmp(env, "bf16") == 0) dot = Int4Dot::bf16;
+      else if (std::strcmp(env, "vnni") != 0) std::fprintf(stderr, "XFT_INT4_DOT=%s: expected vnni or bf16; using vnni\n", env);
+    }
+    return static_cast<int>(dot);
+  }()};
+  return slot;
+}
+
 }  // namespace
+
+Int4Dot int4_dot() { return static_cast<Int4Dot>(int4_dot_slot().load(std::memory_order_relaxed)); }
+void set_int4_dot(Int4Dot dot) { int4_dot_slot().store(static_cast<int>(dot), std::memory_order_relaxed); }
 
 const char* weight_format_name(WeightFormat format) {
   switch (format) {

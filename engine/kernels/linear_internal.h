@@ -17,6 +17,14 @@ constexpr int kRowAlign = 64;
 
 struct AmxPackedWeight;  // amx_linear.h  // elements; every packed row is a multiple of this
 
+// The int4 decode kernel new Linears pack for on AVX-512 where the CPU has
+// both: vnni (the default: x quantized to int8, vpdpbusd on the nibbles) or
+// bf16 (x rounded to bf16, nibbles widened for vdpbf16ps). Env XFT_INT4_DOT
+// (read on first use), or set_int4_dot() (tests and benches run both).
+enum class Int4Dot { vnni, bf16 };
+Int4Dot int4_dot();
+void set_int4_dot(Int4Dot dot);
+
 // How the int4 decode kernel wants x staged (stage_x_int4).
 enum class Int4X { f32, bf16, int8 };
 
@@ -24,7 +32,7 @@ struct PackedWeight {
   WeightFormat format = WeightFormat::f32;
   Isa isa = Isa::scalar;
   bool use_bf16_dot = false;  // decode x is converted to bf16 (vdpbf16ps)
-  bool use_int8_dot = false;  // decode x is quantized per kInt8Block (vpdpbusd)
+  bool use_int8_dot = false;  // vpdpbusd: int8 x quantized per kInt8Block (int4: per Int4X::int8 block)
   int out = 0;
   int in = 0;
   int ld = 0;               // padded row length in elements
@@ -133,6 +141,8 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
 void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+// AVX512-VNNI on int8 x (staged as for gemv_int4_avx2), bit for bit gemv_int4_avx2's results.
+void gemv_int4_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // fp8 (e4m3 weights, block scales; x float staged by stage_x_fp8, fp8.h):
 // per row and input, each column

@@ -273,7 +273,7 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
         for (int u = 0; u < per_group; ++u) {
           const int s0 = g * w.group_len + block * u;
           const int n = std::min(block, w.group_len - block * u);
-          // int8 x is staged only where AVX2 runs (linear.cpp picks Int4X::int8 for it).
+          // int8 x is staged only for the AVX2 and AVX512-VNNI kernels (both have AVX2).
           sum += n % 32 == 0 ? quantize_unit_avx2(gathered.data() + s0, n, q + s0, scales + g * per_group + u)
                              : quantize_unit(gathered.data() + s0, n, q + s0, scales + g * per_group + u);
         }

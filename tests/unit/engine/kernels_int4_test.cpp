@@ -1,4 +1,4 @@
-// int4 Linear (decode kernels scalar / AVX2 / AVX512-BF16, and the prefill
+// int4 Linear (decode kernels scalar / AVX2 / AVX512-VNNI / AVX512-BF16, and the prefill
 // path through dequantized tiles) against a double-precision reference
 // computed from the plain (q, zero, scale, group) form, on random weights,
 // group sizes 32 / 64 / 128 / whole row, contiguous and scattered (GPTQ
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/kernels/linear.h"
@@ -66,8 +67,8 @@ std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo, float hi
 // to bf16; the bf16 decode kernel sums (128 + q)·x and takes (128 + z)·Σx
 // off, which costs float rounding of those larger sums.
 // onednn: forward() sent the batch to oneDNN (not to the batch-invariant GEMM).
-double bound(Isa isa, bool onednn, double products, double offset_products, int in) {
-  const bool bf16_decode = !onednn && isa == Isa::avx512 && cpu_features().avx512_bf16;
+double bound(const std::string& kernel, bool onednn, double products, double offset_products, int in) {
+  const bool bf16_decode = !onednn && kernel.find("-bf16") != std::string::npos;
   const bool bf16_prefill = onednn && onednn_bf16_matmul_available();
   double rounding = 0;
   if (bf16_decode) rounding = std::ldexp(1.0, -8);
@@ -75,11 +76,12 @@ double bound(Isa isa, bool onednn, double products, double offset_products, int 
   return rounding * products + 4.0 * in * 6e-8 * (products + offset_products) + 1e-5;
 }
 
-// Without AVX512-BF16 the SIMD decode quantizes x to int8 per unit of at
-// most 64 slots of one group: |x - sx·t| <= sx/2 with sx <= max|x_group| / 127,
+// The int8-x kernels (AVX2, AVX512-VNNI; kernel name "-int8x") quantize x
+// to int8 per block of at most one group (int4_x_block):
+// |x - sx·t| <= sx/2 with sx <= max|x_group| / 127,
 // so row r may be off by Σ_groups max|x_group| / 254 · Σ_group |w|.
-bool int4_quantizes_x(Isa isa, bool onednn) {
-  return !onednn && (isa == Isa::avx2 || (isa == Isa::avx512 && !cpu_features().avx512_bf16));
+bool int4_quantizes_x(const std::string& kernel, bool onednn) {
+  return !onednn && kernel.find("-int8x") != std::string::npos;
 }
 
 double x_quantization_bound(const RandomInt4& src, const float* x, int r) {
@@ -117,8 +119,8 @@ void check(const RandomInt4& src, int m, bool with_bias, Isa isa, ThreadPool& po
         products += std::fabs(p);
         offsets += std::fabs(xv) * 144.0 * f16_to_f32(src.scale[size_t(r) * src.groups + src.group_of[c]]);
       }
-      const double x_bound = int4_quantizes_x(isa, onednn) ? x_quantization_bound(src, &x[size_t(i) * src.in], r) : 0.0;
-      ASSERT_NEAR(y[size_t(i) * src.rows + r], ref, bound(isa, onednn, products, offsets, src.in) + x_bound)
+      const double x_bound = int4_quantizes_x(linear.kernel_name(), onednn) ? x_quantization_bound(src, &x[size_t(i) * src.in], r) : 0.0;
+      ASSERT_NEAR(y[size_t(i) * src.rows + r], ref, bound(linear.kernel_name(), onednn, products, offsets, src.in) + x_bound)
           << "isa=" << isa_name(isa) << " in=" << src.in << " out=" << src.rows << " groups=" << src.groups
           << " m=" << m << " row=" << i << " col=" << r << " kernel=" << linear.kernel_name();
     }
@@ -128,8 +130,9 @@ void check(const RandomInt4& src, int m, bool with_bias, Isa isa, ThreadPool& po
 TEST(KernelsInt4, EveryKernelMatchesTheDoubleReferenceForEveryGroupingAndIsa) {
   std::mt19937 rng(4321);
   ThreadPool pool(3);  // more workers than cores and uneven row splits
-  for (Isa isa : available_isas()) {
+  for (Isa isa : available_isas()) for (Int4Dot dot : available_int4_dots(isa)) {
     IsaScope scope(isa);
+    Int4DotScope dot_scope(dot);
     for (int group : {32, 64, 128, -1}) {
       for (bool scattered : {false, true}) {
         for (int in : {64, 96, 200, 1000}) {
@@ -149,8 +152,9 @@ TEST(KernelsInt4, EveryKernelMatchesTheDoubleReferenceForEveryGroupingAndIsa) {
 TEST(KernelsInt4, EveryRowOfABatchEqualsTheSameRowAlone) {
   std::mt19937 rng(17);
   ThreadPool pool(2);
-  for (Isa isa : available_isas()) {
+  for (Isa isa : available_isas()) for (Int4Dot dot : available_int4_dots(isa)) {
     IsaScope scope(isa);
+    Int4DotScope dot_scope(dot);
     for (bool scattered : {false, true}) {
       const RandomInt4 src = random_int4(77, 200, 64, scattered, rng);
       const Int4Rows view = src.view();
@@ -170,6 +174,42 @@ TEST(KernelsInt4, EveryRowOfABatchEqualsTheSameRowAlone) {
               << linear.kernel_name() << " m=" << m << " row " << r;
         }
       }
+    }
+  }
+}
+
+// The VNNI kernel's integer dots are the AVX2 kernel's and its float steps
+// the same: every output bit for bit, larger groups (which it hands to the
+// AVX2 kernel) included.
+TEST(KernelsInt4, TheVnniKernelGivesTheAvx2KernelsBits) {
+  if (best_isa() < Isa::avx512 || !cpu_features().avx512_vnni) GTEST_SKIP() << "no AVX512-VNNI here";
+  std::mt19937 rng(99);
+  ThreadPool pool(2);
+  for (int group : {32, 64, 96, 128, -1}) {
+    for (bool scattered : {false, true}) {
+      const RandomInt4 src = random_int4(45, 1000, group, scattered, rng);
+      const Int4Rows view = src.view();
+      const auto bias = random_vector(45, rng, -1.0f, 1.0f);
+      LinearBlock block;
+      block.int4 = &view;
+      block.rows = 45;
+      block.bias = bias.data();
+      std::vector<float> y[2];
+      for (int k = 0; k < 2; ++k) {
+        IsaScope scope(k == 0 ? Isa::avx2 : Isa::avx512);
+        Int4DotScope dot_scope(Int4Dot::vnni);
+        const Linear linear({block}, 1000, WeightFormat::int4);
+        if (k == 1) ASSERT_EQ(linear.kernel_name(), "int4/avx512-vnni-int8x");
+        for (int m : {1, 3, 4, 7}) {
+          std::mt19937 x_rng(m);  // the same inputs for both kernels
+          const auto x = random_vector(size_t(m) * 1000, x_rng, -2.0f, 2.0f);
+          std::vector<float> out(size_t(m) * 45);
+          linear.forward_gemv(x.data(), m, out.data(), pool);
+          y[k].insert(y[k].end(), out.begin(), out.end());
+        }
+      }
+      EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)), 0)
+          << "group " << group << " scattered " << scattered;
     }
   }
 }

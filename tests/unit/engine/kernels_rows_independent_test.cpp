@@ -48,15 +48,18 @@ TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndI
       IsaScope scope(isa);
       for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8,
                                   WeightFormat::int4}) {
-        Linear linear(weight.data(), shape.out, shape.in, format, bias.data());
-        for (int m : {2, 3, 4, 5, 6, 7, 8, 13, 16, 17, 64}) {
-          std::vector<float> x(static_cast<size_t>(m) * shape.in);
-          for (float& v : x) v = normal(rng);
-          std::vector<float> batched(static_cast<size_t>(m) * shape.out);
-          linear.forward_gemv(x.data(), m, batched.data(), pool);
-          EXPECT_EQ(rows_unlike_alone(linear, x, m, batched, pool), 0)
-              << linear.kernel_name() << " in=" << shape.in << " out=" << shape.out << " m=" << m
-              << ": rows unlike their batch of one";
+        for (Int4Dot dot : available_int4_dots(format == WeightFormat::int4 ? isa : Isa::scalar)) {
+          Int4DotScope dot_scope(dot);
+          Linear linear(weight.data(), shape.out, shape.in, format, bias.data());
+          for (int m : {2, 3, 4, 5, 6, 7, 8, 13, 16, 17, 64}) {
+            std::vector<float> x(static_cast<size_t>(m) * shape.in);
+            for (float& v : x) v = normal(rng);
+            std::vector<float> batched(static_cast<size_t>(m) * shape.out);
+            linear.forward_gemv(x.data(), m, batched.data(), pool);
+            EXPECT_EQ(rows_unlike_alone(linear, x, m, batched, pool), 0)
+                << linear.kernel_name() << " in=" << shape.in << " out=" << shape.out << " m=" << m
+                << ": rows unlike their batch of one";
+          }
         }
       }
     }

@@ -5,6 +5,7 @@
 
 #include "engine/kernels/amx_linear.h"
 #include "engine/kernels/cpu_features.h"
+#include "engine/kernels/linear_internal.h"
 
 namespace xft::engine {
 
@@ -30,6 +31,26 @@ class IsaScope {
   Isa saved_;
   AmxMode saved_amx_;
 };
+
+// Packs int4 for one AVX-512 decode kernel (Int4Dot) for the scope's lifetime.
+class Int4DotScope {
+ public:
+  explicit Int4DotScope(Int4Dot dot) : saved_(int4_dot()) { set_int4_dot(dot); }
+  ~Int4DotScope() { set_int4_dot(saved_); }
+
+ private:
+  Int4Dot saved_;
+};
+
+// The int4 decode kernels to pack for under an ISA scope: on AVX-512 with
+// VNNI and BF16 both (Int4Dot), else the one the CPU has (the choice does not
+// matter below AVX-512).
+inline std::vector<Int4Dot> available_int4_dots(Isa isa) {
+  if (isa >= Isa::avx512 && cpu_features().avx512_vnni && cpu_features().avx512_bf16) {
+    return {Int4Dot::vnni, Int4Dot::bf16};
+  }
+  return {cpu_features().avx512_bf16 && !cpu_features().avx512_vnni ? Int4Dot::bf16 : Int4Dot::vnni};
+}
 
 inline std::vector<Isa> available_isas() {
   std::vector<Isa> isas{Isa::scalar};
