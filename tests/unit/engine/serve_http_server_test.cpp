@@ -779,7 +779,7 @@ TEST_F(ServeOpenAiServer, LogprobsAnswerWholeAndStreamedAlike) {
     ASSERT_EQ(token["top_logprobs"].size(), 3u);
     double mass = 0.0;
     for (const json& top : token["top_logprobs"]) mass += std::exp(top["logprob"].get<double>());
-    EXPECT_LE(mass, 1.0);
+    EXPECT_LE(mass, 1.0 + 1e-5);  // logprobs are floats: a near-certain token's rounds to about 1
     EXPECT_LE(token["logprob"].get<double>(), 0.0);
     EXPECT_EQ(token["bytes"].size(), token["token"].get<std::string>().size());
   }
