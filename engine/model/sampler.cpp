@@ -35,6 +35,23 @@ void apply_repetition_penalty(float* logits, int n, int vocab_begin, float penal
   }
 }
 
+// The raw statistics of this rank's slice, before anything modifies it.
+void add_raw_statistics(const float* logits, int n, int vocab_begin, int top, Proposal& proposal) {
+  float max = logits[0];
+  for (int i = 1; i < n; ++i) max = std::max(max, logits[i]);
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  proposal.raw_max = max;
+  proposal.raw_sum_exp = static_cast<float>(sum);
+  const int count = std::min(top, n);
+  std::vector<Candidate> all(n);
+  for (int i = 0; i < n; ++i) all[i] = {logits[i], vocab_begin + i, logits[i]};
+  std::partial_sort(all.begin(), all.begin() + count, all.end(), better);
+  all.resize(count);
+  proposal.raw_top = std::move(all);
+  proposal.raw_count = count;
+}
+
 }  // namespace
 
 TokenSampler::TokenSampler(const SamplingParams& params)
@@ -52,6 +69,9 @@ double TokenSampler::next_uniform() {
 
 Proposal TokenSampler::propose(float* logits, int n, int vocab_begin,
                                std::span<const int32_t> history) const {
+  const bool wants_logprobs = params_.logprobs >= 0 && n > 0;
+  std::vector<float> raw;
+  if (wants_logprobs) raw.assign(logits, logits + n);
   apply_repetition_penalty(logits, n, vocab_begin, params_.repetition_penalty, history);
   Proposal proposal;
   if (n <= 0) {
@@ -83,7 +103,35 @@ Proposal TokenSampler::propose(float* logits, int n, int vocab_begin,
     for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - proposal.max));
     proposal.sum_exp = static_cast<float>(sum);
   }
+  if (wants_logprobs) {
+    for (Candidate& c : proposal.candidates) c.raw = raw[c.id - vocab_begin];
+    add_raw_statistics(raw.data(), n, vocab_begin, std::min(params_.logprobs, kMaxTopLogprobs), proposal);
+  }
   return proposal;
+}
+
+DrawLogprobs TokenSampler::logprobs(std::span<const Proposal> proposals, int32_t chosen) const {
+  // log p(x) = raw(x) - max - log(sum over ranks of sum_exp * exp(rank max - max)).
+  float global_max = -std::numeric_limits<float>::infinity();
+  for (const Proposal& p : proposals)
+    if (p.count > 0) global_max = std::max(global_max, p.raw_max);
+  double total = 0.0;
+  for (const Proposal& p : proposals)
+    if (p.count > 0) total += p.raw_sum_exp * std::exp(static_cast<double>(p.raw_max - global_max));
+  const double log_total = std::log(total);
+  auto logprob = [&](float raw) { return static_cast<float>(static_cast<double>(raw - global_max) - log_total); };
+
+  DrawLogprobs out;
+  std::vector<Candidate> top;
+  for (const Proposal& p : proposals) {
+    for (int i = 0; i < p.count; ++i)
+      if (p.candidates[i].id == chosen) out.chosen = {chosen, logprob(p.candidates[i].raw)};
+    top.insert(top.end(), p.raw_top.begin(), p.raw_top.begin() + p.raw_count);
+  }
+  std::sort(top.begin(), top.end(), better);
+  top.resize(std::min<size_t>(top.size(), std::max(params_.logprobs, 0)));
+  for (const Candidate& c : top) out.top.push_back({c.id, logprob(c.raw)});
+  return out;
 }
 
 int32_t TokenSampler::choose(std::span<const Proposal> proposals) {
@@ -136,31 +184,42 @@ int32_t TokenSampler::choose(std::span<const Proposal> proposals) {
 namespace {
 
 // Fixed-size wire record so one allgather carries the whole batch.
+// cap candidates, then raw_cap raw candidates.
 struct RecordHeader {
   float max;
   float sum_exp;
   int32_t count;
-  int32_t unused;
+  float raw_max;
+  float raw_sum_exp;
+  int32_t raw_count;
 };
 
-size_t record_bytes(int cap) { return sizeof(RecordHeader) + sizeof(Candidate) * cap; }
+size_t record_bytes(int cap, int raw_cap) { return sizeof(RecordHeader) + sizeof(Candidate) * (cap + raw_cap); }
 
-void pack(const Proposal& p, int cap, unsigned char* out) {
-  RecordHeader header{p.max, p.sum_exp, p.count, 0};
+void pack(const Proposal& p, int cap, int raw_cap, unsigned char* out) {
+  RecordHeader header{p.max, p.sum_exp, p.count, p.raw_max, p.raw_sum_exp, p.raw_count};
+  std::memset(out, 0, record_bytes(cap, raw_cap));
   std::memcpy(out, &header, sizeof header);
-  std::memset(out + sizeof header, 0, sizeof(Candidate) * cap);
-  std::memcpy(out + sizeof header, p.candidates.data(), sizeof(Candidate) * p.count);
+  unsigned char* candidates = out + sizeof header;
+  std::memcpy(candidates, p.candidates.data(), sizeof(Candidate) * p.count);
+  std::memcpy(candidates + sizeof(Candidate) * cap, p.raw_top.data(), sizeof(Candidate) * p.raw_count);
 }
 
-Proposal unpack(const unsigned char* in) {
+Proposal unpack(const unsigned char* in, int cap) {
   RecordHeader header;
   std::memcpy(&header, in, sizeof header);
   Proposal p;
   p.max = header.max;
   p.sum_exp = header.sum_exp;
   p.count = header.count;
+  p.raw_max = header.raw_max;
+  p.raw_sum_exp = header.raw_sum_exp;
+  p.raw_count = header.raw_count;
+  const unsigned char* candidates = in + sizeof header;
   p.candidates.resize(header.count);
-  std::memcpy(p.candidates.data(), in + sizeof header, sizeof(Candidate) * header.count);
+  std::memcpy(p.candidates.data(), candidates, sizeof(Candidate) * header.count);
+  p.raw_top.resize(header.raw_count);
+  std::memcpy(p.raw_top.data(), candidates + sizeof(Candidate) * cap, sizeof(Candidate) * header.raw_count);
   return p;
 }
 
@@ -168,16 +227,21 @@ Proposal unpack(const unsigned char* in) {
 
 std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* const> samplers,
                                   std::span<float* const> rows, int n, int vocab_begin,
-                                  std::span<const std::span<const int32_t>> histories) {
+                                  std::span<const std::span<const int32_t>> histories,
+                                  std::vector<DrawLogprobs>* logprobs) {
   const size_t batch = samplers.size();
   int cap = 1;
-  for (TokenSampler* s : samplers) cap = std::max(cap, s->candidate_cap());
-  const size_t per_seq = record_bytes(cap);
+  int raw_cap = 0;
+  for (TokenSampler* s : samplers) {
+    cap = std::max(cap, s->candidate_cap());
+    raw_cap = std::max(raw_cap, std::min(s->params().logprobs, kMaxTopLogprobs));
+  }
+  const size_t per_seq = record_bytes(cap, raw_cap);
   const size_t per_rank = per_seq * batch;
   std::vector<unsigned char> local(per_rank);
   for (size_t b = 0; b < batch; ++b) {
     Proposal p = samplers[b]->propose(rows[b], n, vocab_begin, histories[b]);
-    pack(p, cap, local.data() + b * per_seq);
+    pack(p, cap, raw_cap, local.data() + b * per_seq);
   }
   const int ranks = comm.size();
   std::vector<unsigned char> gathered(per_rank * ranks);
@@ -185,11 +249,13 @@ std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* co
 
   std::vector<int32_t> chosen(batch);
   std::vector<Proposal> proposals(ranks);
+  if (logprobs) logprobs->assign(batch, DrawLogprobs{});
   for (size_t b = 0; b < batch; ++b) {
     for (int r = 0; r < ranks; ++r) {
-      proposals[r] = unpack(gathered.data() + r * per_rank + b * per_seq);
+      proposals[r] = unpack(gathered.data() + r * per_rank + b * per_seq, cap);
     }
     chosen[b] = samplers[b]->choose(proposals);
+    if (logprobs && samplers[b]->params().logprobs >= 0) (*logprobs)[b] = samplers[b]->logprobs(proposals, chosen[b]);
   }
   return chosen;
 }

@@ -7,6 +7,12 @@
 // Order of processing follows Hugging Face generate(): repetition penalty,
 // temperature, top-k, top-p, then sampling. top-p looks at no more than
 // kMaxCandidates tokens per rank (the mass beyond them is still counted).
+//
+// Log-probabilities (OpenAI's `logprobs`) are those of the model itself, as
+// vLLM reports them by default: log_softmax of the raw logits, before the
+// repetition penalty and temperature, so they do not depend on how one
+// chooses to sample. Each rank adds its raw softmax statistics and its
+// best raw candidates to the same exchange.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +30,28 @@ struct SamplingParams {
   float top_p = 1.0f;         // 1: no limit
   float repetition_penalty = 1.0f;
   uint64_t seed = 0;
+  int logprobs = -1;  // -1: none; k >= 0: the chosen token's and the k most likely tokens' (k <= kMaxTopLogprobs)
   bool is_greedy() const { return greedy || temperature <= 0.0f; }
 };
 
 struct Candidate {
   float logit = 0.0f;  // after penalty and temperature
   int32_t id = -1;
+  float raw = 0.0f;  // the model's logit (only filled when logprobs are asked for)
+};
+
+constexpr int kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t id = -1;
+  float logprob = 0.0f;
+};
+
+// The chosen token's log-probability and the `logprobs` most likely tokens'
+// (most likely first, ties by lower id).
+struct DrawLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
 };
 
 // What one rank sends for one sequence: its slice's max and sum of
@@ -39,6 +61,12 @@ struct Proposal {
   float sum_exp = 0.0f;
   int32_t count = 0;
   std::vector<Candidate> candidates;
+  // Raw logits (logprobs asked for): max, sum of exp(raw - raw_max), and the
+  // best `raw_count` tokens by raw logit, best first.
+  float raw_max = 0.0f;
+  float raw_sum_exp = 0.0f;
+  int32_t raw_count = 0;
+  std::vector<Candidate> raw_top;
 };
 
 constexpr int kMaxCandidates = 1024;
@@ -58,6 +86,9 @@ class TokenSampler {
   // Combines every rank's proposal (in rank order) and picks the token;
   // advances the random stream unless greedy.
   int32_t choose(std::span<const Proposal> proposals);
+  // The log-probabilities of `chosen` (what choose() returned for the same
+  // proposals) and of the top tokens; only when params().logprobs >= 0.
+  DrawLogprobs logprobs(std::span<const Proposal> proposals, int32_t chosen) const;
 
  private:
   double next_uniform();  // [0, 1)
@@ -67,9 +98,12 @@ class TokenSampler {
 };
 
 // One collective for a whole batch: rows[b] is sequence b's logits slice
-// (length n, ids from vocab_begin). Returns the chosen token per sequence.
+// (length n, ids from vocab_begin). Returns the chosen token per sequence;
+// logprobs (when given) gets one entry per sequence, empty where the
+// sequence's params ask for none.
 std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* const> samplers,
                                   std::span<float* const> rows, int n, int vocab_begin,
-                                  std::span<const std::span<const int32_t>> histories);
+                                  std::span<const std::span<const int32_t>> histories,
+                                  std::vector<DrawLogprobs>* logprobs = nullptr);
 
 }  // namespace xft::engine

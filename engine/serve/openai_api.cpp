@@ -34,9 +34,8 @@ bool neutral_value(const std::string& name, const json& value) {
   if (value.is_null()) return true;
   if (name == "n" || name == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
   if (name == "frequency_penalty" || name == "presence_penalty") return value.is_number() && value.get<double>() == 0.0;
-  if (name == "logprobs" || name == "echo") return value.is_boolean() && !value.get<bool>();
+  if (name == "echo") return value.is_boolean() && !value.get<bool>();
   if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
-  if (name == "top_logprobs") return value.is_number_integer() && value.get<int64_t>() == 0;
   if (name == "functions") return value.is_array() && value.empty();
   if (name == "logit_bias") return value.is_object() && value.empty();
   if (name == "response_format") return value == json{{"type", "text"}};
@@ -44,8 +43,8 @@ bool neutral_value(const std::string& name, const json& value) {
 }
 
 bool neutral_field(const std::string& key, bool chat) {
-  static const std::set<std::string> both = {"n", "frequency_penalty", "presence_penalty", "logprobs", "logit_bias"};
-  static const std::set<std::string> chat_only = {"top_logprobs", "functions", "response_format"};
+  static const std::set<std::string> both = {"n", "frequency_penalty", "presence_penalty", "logit_bias"};
+  static const std::set<std::string> chat_only = {"functions", "response_format"};
   static const std::set<std::string> completions_only = {"best_of", "echo", "suffix"};
   return both.count(key) || (chat ? chat_only : completions_only).count(key);
 }
@@ -210,6 +209,44 @@ Expected<void, ApiError> parse_prompt(const json& value, CompletionRequest& requ
   return bad("'prompt' must be a string (one prompt per request)", "prompt");
 }
 
+bool integer_in(const json& value, int64_t low, int64_t high) {
+  return value.is_number_integer() && value.get<int64_t>() >= low && value.get<int64_t>() <= high;
+}
+
+// Chat: `logprobs` true/false and `top_logprobs` (which needs `logprobs`: true).
+Expected<void, ApiError> parse_chat_logprobs(const json& document, CompletionRequest& request) {
+  bool wanted = false;
+  if (document.contains("logprobs") && !document["logprobs"].is_null()) {
+    if (auto set = set_flag(document["logprobs"], "logprobs", wanted); !set) return set;
+  }
+  if (!document.contains("top_logprobs") || document["top_logprobs"].is_null()) {
+    request.logprobs = wanted ? 0 : -1;
+    return {};
+  }
+  const json& top = document["top_logprobs"];
+  if (!integer_in(top, 0, kMaxChatTopLogprobs)) {
+    return bad("'top_logprobs' must be an integer from 0 to " + std::to_string(kMaxChatTopLogprobs) + ", got " +
+                   quoted(top),
+               "top_logprobs");
+  }
+  request.logprobs = wanted ? static_cast<int>(top.get<int64_t>()) : -1;
+  // 0 without logprobs is what some clients send by default: it asks for nothing.
+  if (!wanted && top.get<int64_t>() > 0) return bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  return {};
+}
+
+// Completions: `logprobs` is the number of alternatives (0 .. 5), null none.
+Expected<void, ApiError> parse_completion_logprobs(const json& value, CompletionRequest& request) {
+  if (value.is_null()) return {};
+  if (!integer_in(value, 0, kMaxCompletionLogprobs)) {
+    return bad("'logprobs' must be an integer from 0 to " + std::to_string(kMaxCompletionLogprobs) + ", got " +
+                   quoted(value),
+               "logprobs");
+  }
+  request.logprobs = static_cast<int>(value.get<int64_t>());
+  return {};
+}
+
 Expected<void, ApiError> parse_field(const std::string& key, const json& value, CompletionRequest& request) {
   if (key == "model") {
     if (!value.is_string()) return bad("'model' must be a string", key);
@@ -222,6 +259,10 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     if (!value.is_null() && !value.is_boolean()) return bad("'parallel_tool_calls' must be true or false", key);
   } else if (key == "prompt" && !request.chat) {
     return parse_prompt(value, request);
+  } else if ((key == "logprobs" || key == "top_logprobs") && request.chat) {
+    return {};  // read together (parse_chat_logprobs): one depends on the other
+  } else if (key == "logprobs") {
+    return parse_completion_logprobs(value, request);
   } else if (key == "stream") {
     if (!value.is_null()) return set_flag(value, key, request.stream);
   } else if (key == "stream_options") {
@@ -342,6 +383,7 @@ Expected<CompletionRequest, ApiError> parse_completion_request(std::string_view 
   }
   if (chat) {
     if (auto parsed = parse_chat_fields(body, request); !parsed) return parsed.error();
+    if (auto parsed = parse_chat_logprobs(document, request); !parsed) return parsed.error();
   }
   if (chat && request.messages.empty()) return bad("'messages' is required", "messages");
   if (!chat && !document.contains("prompt")) return bad("'prompt' is required", "prompt");
@@ -436,9 +478,56 @@ std::string error_body(const ApiError& error) {
                  {"code", nullable(error.code)}}}});
 }
 
+namespace {
+
+// vLLM's floor for a probability that underflowed to 0 (JSON has no -Infinity).
+float reportable(float logprob) { return std::isfinite(logprob) ? logprob : -9999.0f; }
+
+json token_bytes_json(const std::string& token) {
+  json bytes = json::array();
+  for (unsigned char c : token) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+json chat_token_json(const TokenLogprobText& t) {
+  return {{"token", t.token}, {"logprob", reportable(t.logprob)}, {"bytes", token_bytes_json(t.token)}};
+}
+
+}  // namespace
+
+json chat_logprobs_json(const std::vector<LogprobEntry>& entries) {
+  json content = json::array();
+  for (const LogprobEntry& e : entries) {
+    json item = chat_token_json(e.chosen);
+    json top = json::array();
+    for (const TokenLogprobText& t : e.top) top.push_back(chat_token_json(t));
+    item["top_logprobs"] = std::move(top);
+    content.push_back(std::move(item));
+  }
+  return {{"content", std::move(content)}};
+}
+
+json completion_logprobs_json(const std::vector<LogprobEntry>& entries, int offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+       text_offset = json::array();
+  for (const LogprobEntry& e : entries) {
+    tokens.push_back(e.chosen.token);
+    token_logprobs.push_back(reportable(e.chosen.logprob));
+    json top = json::object();
+    for (const TokenLogprobText& t : e.top) top[t.token] = reportable(t.logprob);
+    top_logprobs.push_back(std::move(top));
+    text_offset.push_back(offset);
+    offset += static_cast<int>(e.chosen.token.size());
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top_logprobs)},
+          {"text_offset", std::move(text_offset)}};
+}
+
 std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
-                            const std::string& finish_reason, const Usage& usage) {
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}};
+                            const std::string& finish_reason, const Usage& usage, const json& logprobs) {
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}};
   if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
   else choice["text"] = text;
   json body = header(ids, chat ? "chat.completion" : "text_completion");
@@ -448,7 +537,7 @@ std::string completion_body(const ResponseIds& ids, bool chat, const std::string
 }
 
 std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
-                                 const std::string& finish_reason, const Usage& usage) {
+                                 const std::string& finish_reason, const Usage& usage, const json& logprobs) {
   json reply = {{"role", "assistant"}};
   reply["content"] = message.content.empty() && !message.tool_calls.empty() ? json(nullptr) : json(message.content);
   if (!message.reasoning.empty()) reply["reasoning_content"] = message.reasoning;
@@ -458,14 +547,14 @@ std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage&
       calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
     reply["tool_calls"] = std::move(calls);
   }
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}, {"message", reply}};
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}, {"message", reply}};
   json body = header(ids, "chat.completion");
   body["choices"] = json::array({choice});
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
-std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event) {
+std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event, const json& logprobs) {
   json delta = json::object();
   switch (event.kind) {
     case OutputEvent::Kind::Content: delta["content"] = event.text; break;
@@ -480,15 +569,15 @@ std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& eve
       delta["tool_calls"] = json::array({{{"index", event.index}, {"function", {{"arguments", event.text}}}}});
       break;
   }
-  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", nullptr}, {"delta", delta}};
+  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", logprobs}, {"delta", delta}};
   json body = header(ids, "chat.completion.chunk");
   body["choices"] = json::array({choice});
   return dump(body);
 }
 
 std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
-                       const std::string& finish_reason) {
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", nullptr}};
+                       const std::string& finish_reason, const json& logprobs) {
+  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}};
   if (chat) {
     json delta = json::object();
     if (!role.empty()) delta["role"] = role;

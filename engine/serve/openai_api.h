@@ -50,7 +50,30 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;
   bool ignore_eos = false;  // extension (vLLM): generate max_tokens whatever comes (benchmarks)
   bool skip_special_tokens = true;  // extension (vLLM, same default): no <|…|> control tokens in the text
+  // -1: no logprobs; k >= 0: each token's and the k most likely alternatives'
+  // (chat: `logprobs: true` with `top_logprobs` <= kMaxChatTopLogprobs;
+  // completions: `logprobs` <= kMaxCompletionLogprobs).
+  int logprobs = -1;
 };
+
+inline constexpr int kMaxChatTopLogprobs = 20;
+inline constexpr int kMaxCompletionLogprobs = 5;
+
+// One generated token's log-probability as the response reports it; token
+// texts are the tokens' raw bytes (JSON output replaces invalid UTF-8).
+struct TokenLogprobText {
+  std::string token;
+  float logprob = 0.0f;
+};
+struct LogprobEntry {
+  TokenLogprobText chosen;
+  std::vector<TokenLogprobText> top;
+};
+// Chat's shape: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+nlohmann::json chat_logprobs_json(const std::vector<LogprobEntry>& entries);
+// Completions' shape: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset};
+// text_offset counts bytes of the completion text from `offset`.
+nlohmann::json completion_logprobs_json(const std::vector<LogprobEntry>& entries, int offset);
 
 // POST /tokenize as vLLM spells it ({"prompt": text} or {"messages": [...],
 // "add_generation_prompt", "tools", "chat_template_kwargs"}) and as
@@ -90,19 +113,23 @@ struct Usage {
 };
 
 std::string error_body(const ApiError& error);
+// logprobs: null when not asked for.
 std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
-                            const std::string& finish_reason, const Usage& usage);
+                            const std::string& finish_reason, const Usage& usage,
+                            const nlohmann::json& logprobs = nullptr);
 // One streamed chunk (the JSON after "data: "). chat: `role` goes in the
 // first chunk's delta; finish_reason empty: null. A usage chunk has no choices.
 std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
-                       const std::string& finish_reason);
+                       const std::string& finish_reason, const nlohmann::json& logprobs = nullptr);
 // A chat answer parsed into content, reasoning_content and tool_calls
 // (content null when only tools were called; empty fields left out).
 std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
-                                 const std::string& finish_reason, const Usage& usage);
+                                 const std::string& finish_reason, const Usage& usage,
+                                 const nlohmann::json& logprobs = nullptr);
 // One parsed delta as a chat chunk: content, reasoning_content, or
 // delta.tool_calls[i] (id, type and name first, then the arguments).
-std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event);
+std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event,
+                                  const nlohmann::json& logprobs = nullptr);
 std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage);
 std::string models_body(const std::string& model, int64_t created);
 

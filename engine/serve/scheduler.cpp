@@ -15,11 +15,14 @@ constexpr auto kGaugeWindow = std::chrono::seconds(5);
 
 }  // namespace
 
-bool RequestStream::next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait) {
+bool RequestStream::next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait,
+                         std::vector<DrawLogprobs>* logprobs) {
   std::unique_lock lock(mutex_);
   ready_.wait_for(lock, wait, [this] { return !pending_.empty() || done_; });
   tokens.insert(tokens.end(), pending_.begin(), pending_.end());
   pending_.clear();
+  if (logprobs) logprobs->insert(logprobs->end(), pending_logprobs_.begin(), pending_logprobs_.end());
+  pending_logprobs_.clear();
   return !done_;
 }
 
@@ -33,9 +36,10 @@ std::string RequestStream::error() const {
   return error_;
 }
 
-void RequestStream::push(int32_t token) {
+void RequestStream::push(int32_t token, const DrawLogprobs* logprobs) {
   std::lock_guard lock(mutex_);
   pending_.push_back(token);
+  if (logprobs) pending_logprobs_.push_back(*logprobs);
   ready_.notify_all();
 }
 
@@ -244,7 +248,7 @@ void Scheduler::plan_prefill(StepPlan& plan) {
   }
 }
 
-void Scheduler::accept_token(int slot, int32_t token) {
+void Scheduler::accept_token(int slot, int32_t token, const DrawLogprobs* logprobs) {
   Active& a = *slots_[slot];
   if (a.finished) return;
   const auto& stops = a.request.stop_ids;
@@ -253,7 +257,7 @@ void Scheduler::accept_token(int slot, int32_t token) {
     a.stream->finish("stop");
     return;
   }
-  a.stream->push(token);
+  a.stream->push(token, a.request.sampling.logprobs >= 0 ? logprobs : nullptr);
   ++a.generated;
   ++counters_.generated_tokens;
   const Sequence* sequence = executor_.sequence(slot);
@@ -266,16 +270,22 @@ void Scheduler::accept_token(int slot, int32_t token) {
   }
 }
 
-void Scheduler::deliver(const StepPlan& plan, const std::vector<int32_t>& drawn) {
+void Scheduler::deliver(const StepPlan& plan, const std::vector<int32_t>& drawn,
+                        const std::vector<DrawLogprobs>& logprobs) {
   std::lock_guard lock(mutex_);
   size_t i = 0;
+  auto logprobs_of = [&](size_t draw) { return draw < logprobs.size() ? &logprobs[draw] : nullptr; };
   const auto now = Clock::now();
   for (const auto& op : plan.prefill) {  // a prompt's last chunk draws the request's first token
     if (!op.last) continue;
     counters_.time_to_first_token_s.push_back(seconds(now - slots_[op.slot]->submitted));
-    accept_token(op.slot, drawn[i++]);
+    accept_token(op.slot, drawn[i], logprobs_of(i));
+    ++i;
   }
-  for (int32_t slot : plan.decode) accept_token(slot, drawn[i++]);
+  for (int32_t slot : plan.decode) {
+    accept_token(slot, drawn[i], logprobs_of(i));
+    ++i;
+  }
   ++counters_.steps;
   recent_.emplace_back(now, static_cast<int>(drawn.size()));
   while (!recent_.empty() && now - recent_.front().first > kGaugeWindow) recent_.pop_front();
@@ -319,7 +329,7 @@ Expected<void> Scheduler::run(const std::atomic<bool>& stop) {
       finish_all("error", drawn.error().message);
       return drawn.error();
     }
-    deliver(plan, *drawn);
+    deliver(plan, *drawn, executor_.logprobs());
   }
 }
 

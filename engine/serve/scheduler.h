@@ -52,7 +52,10 @@ class RequestStream {
   using Clock = std::chrono::steady_clock;
   // Waits up to `wait` for tokens; appends them to `tokens`. Returns false
   // once the request is over and every token was taken (finish_reason() set).
-  bool next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait);
+  // logprobs (when given) gets one entry per token, for requests whose
+  // sampling params ask for them.
+  bool next(std::vector<int32_t>& tokens, std::chrono::milliseconds wait,
+            std::vector<DrawLogprobs>* logprobs = nullptr);
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
   // "stop" | "length" | "context" | "cancelled" | "error"
@@ -62,12 +65,13 @@ class RequestStream {
 
  private:
   friend class Scheduler;
-  void push(int32_t token);
+  void push(int32_t token, const DrawLogprobs* logprobs);
   void finish(std::string reason, std::string error = "");
 
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<int32_t> pending_;
+  std::vector<DrawLogprobs> pending_logprobs_;
   bool done_ = false;
   std::string finish_reason_, error_;
   std::atomic<bool> cancelled_{false};
@@ -144,8 +148,8 @@ class Scheduler {
   // Caches the whole blocks of slot's first `tokens` positions (as far as room allows).
   void cache_prefix(int32_t slot, std::span<const int32_t> tokens, StepPlan& plan);
   size_t prefix_room() const;  // bytes cached blocks may hold now
-  void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn);
-  void accept_token(int slot, int32_t token);
+  void deliver(const StepPlan& plan, const std::vector<int32_t>& drawn, const std::vector<DrawLogprobs>& logprobs);
+  void accept_token(int slot, int32_t token, const DrawLogprobs* logprobs);
   void finish_all(const std::string& reason, const std::string& error);
   int capacity_for(const GenerationRequest& request) const;
 

@@ -232,6 +232,7 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   gen.sampling.top_k = req.top_k;
   gen.sampling.repetition_penalty = req.repetition_penalty;
   gen.sampling.seed = req.seed.value_or(std::random_device{}());
+  gen.sampling.logprobs = req.logprobs;
   if (!req.ignore_eos) gen.stop_ids = stop_ids_;
 
   auto submitted = scheduler_.submit(std::move(gen));
@@ -253,10 +254,32 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   parsing.parse_tool_calls = chat && !req.tools.is_null() && !req.tool_choice_none;
   parsing.call_id_prefix = "call_" + ids.id.substr(ids.id.find('-') + 1) + "_";
   AssistantOutputParser answer(parsing);
+  // Logprobs of the tokens taken so far: all of them for a whole answer; for
+  // a stream, those not yet sent, which ride on the next chunk written.
+  const bool wants_logprobs = req.logprobs >= 0;
+  std::vector<LogprobEntry> logprobs;
+  int logprobs_offset = 0;  // completions' text_offset of the next entry
+  auto token_text = [&](int32_t id) { return TokenLogprobText{std::string(tokenizer_.token_bytes(id)), 0.0f}; };
+  auto logprob_entry = [&](const DrawLogprobs& drawn) {
+    LogprobEntry entry{token_text(drawn.chosen.id), {}};
+    entry.chosen.logprob = drawn.chosen.logprob;
+    for (const TokenLogprob& t : drawn.top) {
+      entry.top.push_back(token_text(t.id));
+      entry.top.back().logprob = t.logprob;
+    }
+    return entry;
+  };
+  auto take_logprobs = [&]() -> nlohmann::json {
+    if (!wants_logprobs) return nullptr;
+    nlohmann::json out = chat ? chat_logprobs_json(logprobs) : completion_logprobs_json(logprobs, logprobs_offset);
+    for (const LogprobEntry& e : logprobs) logprobs_offset += static_cast<int>(e.chosen.token.size());
+    logprobs.clear();
+    return out;
+  };
   auto send_events = [&](const std::vector<OutputEvent>& events) -> bool {
     if (!req.stream) return true;
     for (const OutputEvent& event : events)
-      if (!responder.write(sse(chat_event_chunk_body(ids, event)))) return false;
+      if (!responder.write(sse(chat_event_chunk_body(ids, event, take_logprobs())))) return false;
     return true;
   };
   // The tokens up to and including the one that completed a stop string: whatever
@@ -269,7 +292,7 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
       text += piece;
       return true;
     }
-    return responder.write(sse(chunk_body(ids, chat, piece, "", "")));
+    return responder.write(sse(chunk_body(ids, chat, piece, "", "", take_logprobs())));
   };
 
   if (req.stream) {
@@ -277,14 +300,18 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
     if (chat) responder.write(sse(chunk_body(ids, chat, "", "assistant", "")));
   }
   std::vector<int32_t> tokens;
+  std::vector<DrawLogprobs> drawn_logprobs;
   bool more = true;
   bool client_left = false;
   while (more) {
     tokens.clear();
-    more = stream->next(tokens, std::chrono::milliseconds(250));
-    for (int32_t id : tokens) {
+    drawn_logprobs.clear();
+    more = stream->next(tokens, std::chrono::milliseconds(250), wants_logprobs ? &drawn_logprobs : nullptr);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const int32_t id = tokens[t];
       if (stop_text.stopped()) break;
       ++completion_tokens;
+      if (t < drawn_logprobs.size()) logprobs.push_back(logprob_entry(drawn_logprobs[t]));
       if (req.skip_special_tokens && tokenizer_.is_special(id)) continue;  // counted, not shown
       if (!on_text(stop_text.push(decoder.push(id)))) client_left = true;
     }
@@ -317,10 +344,13 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   if (chat && finish == "stop" && !answer.message().tool_calls.empty()) finish = "tool_calls";
   const Usage usage{stream->prompt_tokens(), completion_tokens};
   if (!req.stream) {
-    responder.send(200, kJson, chat ? chat_completion_body(ids, answer.message(), finish, usage)
-                                    : completion_body(ids, chat, text, finish, usage));
+    const nlohmann::json all_logprobs = take_logprobs();
+    responder.send(200, kJson, chat ? chat_completion_body(ids, answer.message(), finish, usage, all_logprobs)
+                                    : completion_body(ids, chat, text, finish, usage, all_logprobs));
   } else {
-    responder.write(sse(chunk_body(ids, chat, "", "", finish)));
+    // Tokens that produced no text of their own (a held-back stop prefix, a skipped control token) end here.
+    nlohmann::json rest = logprobs.empty() ? nlohmann::json(nullptr) : take_logprobs();
+    responder.write(sse(chunk_body(ids, chat, "", "", finish, rest)));
     if (req.include_usage) responder.write(sse(usage_chunk_body(ids, chat, usage)));
     responder.write("data: [DONE]\n\n");
     responder.end_stream();

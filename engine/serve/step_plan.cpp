@@ -52,15 +52,18 @@ void put_sampling(Writer& w, const SamplingParams& s) {
   w.put(s.top_p);
   w.put(s.repetition_penalty);
   w.put(s.seed);
+  w.put(static_cast<int32_t>(s.logprobs));
 }
 
 bool get_sampling(Reader& r, SamplingParams& s) {
   uint8_t greedy = 0;
   int32_t top_k = 0;
+  int32_t logprobs = -1;
   bool ok = r.get(greedy) && r.get(s.temperature) && r.get(top_k) && r.get(s.top_p) &&
-            r.get(s.repetition_penalty) && r.get(s.seed);
+            r.get(s.repetition_penalty) && r.get(s.seed) && r.get(logprobs);
   s.greedy = greedy != 0;
   s.top_k = top_k;
+  s.logprobs = logprobs;
   return ok;
 }
 
@@ -283,7 +286,7 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
     row_data.push_back(logits.data() + static_cast<size_t>(rows[i]) * vocab.size());
     histories.push_back(s.sequence->tokens());
   }
-  auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories);
+  auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &logprobs_);
   for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
   return drawn;
 }
@@ -314,6 +317,7 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     rows.push_back(static_cast<int>(chunks.size()));
     chunks.push_back(Chunk{s.sequence.get(), {&s.last, 1}});
   }
+  logprobs_.clear();
   if (chunks.empty()) return std::vector<int32_t>{};
   auto logits = model_.forward(chunks);
   if (!logits) return logits.error();

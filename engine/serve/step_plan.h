@@ -83,6 +83,9 @@ class StepExecutor {
   // The token drawn for each prefill op with `last`, then for each decode
   // slot, in plan order.
   Expected<std::vector<int32_t>> run(const StepPlan& plan);
+  // The log-probabilities of run()'s draws, in the same order (empty entries
+  // for requests that asked for none).
+  const std::vector<DrawLogprobs>& logprobs() const { return logprobs_; }
   const Sequence* sequence(int slot) const { return slots_.at(slot).sequence.get(); }
   int slots() const { return static_cast<int>(slots_.size()); }
   // Cached prefix blocks held on this rank.
@@ -118,6 +121,7 @@ class StepExecutor {
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Sequence>> blocks_;  // index = block id; null: free
   std::vector<Sequence::LinearStates> block_states_;  // index = block id; empty: none kept
+  std::vector<DrawLogprobs> logprobs_;
 };
 
 }  // namespace xft::engine::serve

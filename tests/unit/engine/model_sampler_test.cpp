@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -185,6 +187,146 @@ TEST(Sampler, BatchOverThreadRanksAgreesOnEveryRank) {
   EXPECT_EQ(results[0][1], sample_one(w1, logits1));
   EXPECT_EQ(results[1], results[0]);
   EXPECT_EQ(results[2], results[0]);
+}
+
+
+// ---- logprobs -------------------------------------------------------------------
+
+// log_softmax computed here in double, independently of the sampler.
+std::vector<double> reference_log_softmax(const std::vector<float>& logits) {
+  double max = logits[0];
+  for (float v : logits) max = std::max(max, static_cast<double>(v));
+  double sum = 0.0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - max);
+  std::vector<double> out;
+  for (float v : logits) out.push_back(static_cast<double>(v) - max - std::log(sum));
+  return out;
+}
+
+struct Draw {
+  int32_t token;
+  DrawLogprobs logprobs;
+};
+
+Draw draw_one(TokenSampler& sampler, std::vector<float> logits, std::vector<int32_t> history = {}) {
+  SingleRankCommunicator comm;
+  TokenSampler* samplers[] = {&sampler};
+  float* rows[] = {logits.data()};
+  std::span<const int32_t> histories[] = {history};
+  std::vector<DrawLogprobs> logprobs;
+  const int32_t token =
+      sample_batch(comm, samplers, rows, static_cast<int>(logits.size()), 0, histories, &logprobs)[0];
+  return {token, logprobs.at(0)};
+}
+
+// vLLM's default: the model's own distribution, whatever penalty and temperature the draw used.
+TEST(SamplerLogprobs, AreTheLogSoftmaxOfTheRawLogitsBeforePenaltyAndTemperature) {
+  const std::vector<float> logits = pseudo_random_logits(3000, 17);
+  const std::vector<double> reference = reference_log_softmax(logits);
+  std::vector<int> by_logprob(logits.size());
+  for (size_t i = 0; i < by_logprob.size(); ++i) by_logprob[i] = static_cast<int>(i);
+  std::stable_sort(by_logprob.begin(), by_logprob.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SamplingParams p;
+    p.temperature = 0.6f;
+    p.top_p = 0.9f;
+    p.repetition_penalty = 1.4f;
+    p.seed = seed;
+    p.logprobs = 5;
+    TokenSampler s(p);
+    const Draw d = draw_one(s, logits, {by_logprob[0], by_logprob[3]});
+    EXPECT_EQ(d.logprobs.chosen.id, d.token);
+    EXPECT_NEAR(d.logprobs.chosen.logprob, reference[d.token], 1e-5) << "seed " << seed;
+    ASSERT_EQ(d.logprobs.top.size(), 5u);
+    double mass = 0.0;
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(d.logprobs.top[k].id, by_logprob[k]);  // penalized tokens keep their raw rank
+      EXPECT_NEAR(d.logprobs.top[k].logprob, reference[by_logprob[k]], 1e-5);
+      mass += std::exp(static_cast<double>(d.logprobs.top[k].logprob));
+    }
+    EXPECT_LE(mass, 1.0);
+  }
+}
+
+TEST(SamplerLogprobs, GreedyWithNoAlternativesReportsTheChosenTokenAlone) {
+  const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 2.9f};
+  SamplingParams p;
+  p.greedy = true;
+  p.logprobs = 0;
+  TokenSampler s(p);
+  const Draw d = draw_one(s, logits);
+  EXPECT_EQ(d.token, 1);
+  EXPECT_TRUE(d.logprobs.top.empty());
+  EXPECT_NEAR(d.logprobs.chosen.logprob, reference_log_softmax(logits)[1], 1e-6);
+}
+
+TEST(SamplerLogprobs, NoneAskedForGivesAnEmptyEntry) {
+  SamplingParams p;
+  p.greedy = true;
+  TokenSampler s(p);
+  const Draw d = draw_one(s, {0.5f, 3.0f});
+  EXPECT_EQ(d.logprobs.chosen.id, -1);
+  EXPECT_TRUE(d.logprobs.top.empty());
+}
+
+// Ranks each hold a vocabulary slice; the combined answer is the whole vocabulary's.
+TEST(SamplerLogprobs, ShardedProposalsGiveTheWholeVocabularysLogprobs) {
+  const std::vector<float> logits = pseudo_random_logits(1001, 5);
+  const std::vector<double> reference = reference_log_softmax(logits);
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.seed = 3;
+  p.logprobs = 20;
+  for (int shards : {1, 2, 3}) {
+    TokenSampler s(p);
+    std::vector<Proposal> proposals;
+    const int n = static_cast<int>(logits.size());
+    for (int r = 0; r < shards; ++r) {
+      const int begin = n * r / shards, end = n * (r + 1) / shards;
+      std::vector<float> slice(logits.begin() + begin, logits.begin() + end);
+      proposals.push_back(s.propose(slice.data(), end - begin, begin, {}));
+    }
+    const int32_t token = s.choose(proposals);
+    const DrawLogprobs d = s.logprobs(proposals, token);
+    EXPECT_NEAR(d.chosen.logprob, reference[token], 1e-5) << shards;
+    ASSERT_EQ(d.top.size(), 20u);
+    for (size_t k = 1; k < d.top.size(); ++k) EXPECT_GE(d.top[k - 1].logprob, d.top[k].logprob);
+    for (const TokenLogprob& t : d.top) EXPECT_NEAR(t.logprob, reference[t.id], 1e-5);
+  }
+}
+
+// A sequence's logprobs do not depend on what else is in the batch (its
+// record's size grows with the others' requests, its values must not).
+TEST(SamplerLogprobs, AreBitIdenticalAloneAndInABatch) {
+  const std::vector<float> mine = pseudo_random_logits(2000, 9);
+  SamplingParams wanted;
+  wanted.temperature = 0.7f;
+  wanted.seed = 11;
+  wanted.logprobs = 3;
+  TokenSampler alone_sampler(wanted);
+  const Draw alone = draw_one(alone_sampler, mine);
+
+  SamplingParams greedy;
+  greedy.greedy = true;
+  SamplingParams wide;
+  wide.seed = 1;
+  wide.logprobs = 20;
+  TokenSampler a(greedy), b(wanted), c(wide);
+  std::vector<float> row_a = pseudo_random_logits(2000, 1), row_b = mine, row_c = pseudo_random_logits(2000, 2);
+  SingleRankCommunicator comm;
+  TokenSampler* samplers[] = {&a, &b, &c};
+  float* rows[] = {row_a.data(), row_b.data(), row_c.data()};
+  std::span<const int32_t> histories[] = {{}, {}, {}};
+  std::vector<DrawLogprobs> logprobs;
+  const auto tokens = sample_batch(comm, samplers, rows, 2000, 0, histories, &logprobs);
+  ASSERT_EQ(logprobs.size(), 3u);
+  EXPECT_EQ(tokens[1], alone.token);
+  EXPECT_EQ(logprobs[0].chosen.id, -1);  // a asked for none
+  EXPECT_EQ(logprobs[2].top.size(), 20u);
+  const DrawLogprobs& batched = logprobs[1];
+  EXPECT_EQ(std::memcmp(&batched.chosen, &alone.logprobs.chosen, sizeof(TokenLogprob)), 0);
+  ASSERT_EQ(batched.top.size(), alone.logprobs.top.size());
+  EXPECT_EQ(std::memcmp(batched.top.data(), alone.logprobs.top.data(), sizeof(TokenLogprob) * batched.top.size()), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // tokens `generate` gives it alone on the same (batch-invariant) model.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "engine/checkpoint/test_model.h"
@@ -171,6 +172,54 @@ TEST(ServeBatching, ChunkFlagsRoundTripAndDriveTheExecutor) {
   StepPlan twice;
   twice.decode = {1, 1};
   EXPECT_EQ(executor.run(twice).error().message, "step plan: slot 1 appears twice");
+}
+
+// A request's logprobs through the scheduler are bit-identical whether it
+// runs alone or beside others asking for more, fewer or no logprobs.
+TEST(ServeBatching, LogprobsAreTheSameAloneAndInABatch) {
+  TinyModel t = tiny_model();
+  constexpr int kTokens = 6;
+  auto request_of = [](int i) {
+    GenerationRequest r;
+    r.prompt = prompt_of(prompt_length(i), i);
+    r.sampling = sampling_for(i);
+    r.sampling.logprobs = i == 2 ? -1 : 5 + 10 * i;
+    r.max_tokens = kTokens;
+    return r;
+  };
+  auto run = [&](const std::vector<int>& which) {
+    Scheduler scheduler(*t.model, SchedulerOptions{});
+    std::atomic<bool> stop{false};
+    std::thread loop([&] { EXPECT_TRUE(scheduler.run(stop).ok()); });
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i : which) streams.push_back(*scheduler.submit(request_of(i)));
+    std::vector<std::vector<DrawLogprobs>> got(which.size());
+    for (size_t k = 0; k < which.size(); ++k) {
+      std::vector<int32_t> tokens;
+      while (streams[k]->next(tokens, std::chrono::milliseconds(100), &got[k])) {
+      }
+      EXPECT_EQ(tokens.size(), static_cast<size_t>(kTokens));
+    }
+    stop = true;
+    loop.join();
+    return got;
+  };
+  const auto together = run({0, 1, 2});
+  EXPECT_TRUE(together[2].empty());  // asked for none
+  for (int i = 0; i < 2; ++i) {
+    const auto alone_run = run({i});
+    ASSERT_EQ(alone_run[0].size(), static_cast<size_t>(kTokens));
+    ASSERT_EQ(together[i].size(), static_cast<size_t>(kTokens));
+    for (int k = 0; k < kTokens; ++k) {
+      const DrawLogprobs& a = alone_run[0][k];
+      const DrawLogprobs& b = together[i][k];
+      EXPECT_EQ(a.chosen.id, b.chosen.id);
+      EXPECT_EQ(std::memcmp(&a.chosen.logprob, &b.chosen.logprob, sizeof(float)), 0) << "request " << i << " token " << k;
+      ASSERT_EQ(a.top.size(), static_cast<size_t>(5 + 10 * i));
+      ASSERT_EQ(a.top.size(), b.top.size());
+      EXPECT_EQ(std::memcmp(a.top.data(), b.top.data(), sizeof(TokenLogprob) * a.top.size()), 0);
+    }
+  }
 }
 
 }  // namespace

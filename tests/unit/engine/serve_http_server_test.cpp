@@ -5,6 +5,8 @@
 // client that never reads), and the browser rules (Host, Origin, CORS).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -763,6 +765,51 @@ TEST_F(ServeOpenAiServer, ChatWithToolsAnswersWholeAndStreamedAlike) {
   }
   const json& message = whole["choices"][0]["message"];
   EXPECT_EQ(content, message["content"].is_null() ? "" : message["content"].get<std::string>());
+}
+
+// A stream's logprobs ride on its chunks; together they are the whole answer's.
+TEST_F(ServeOpenAiServer, LogprobsAnswerWholeAndStreamedAlike) {
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})},
+                     {"max_tokens", 6}, {"temperature", 0.8}, {"seed", 4}, {"ignore_eos", true},
+                     {"logprobs", true}, {"top_logprobs", 3}};
+  const json whole = post_json("/v1/chat/completions", body);
+  const json& content = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u) << whole;
+  for (const json& token : content) {
+    ASSERT_EQ(token["top_logprobs"].size(), 3u);
+    double mass = 0.0;
+    for (const json& top : token["top_logprobs"]) mass += std::exp(top["logprob"].get<double>());
+    EXPECT_LE(mass, 1.0 + 1e-5);  // logprobs are floats: a near-certain token's rounds to about 1
+    EXPECT_LE(token["logprob"].get<double>(), 0.0);
+    EXPECT_EQ(token["bytes"].size(), token["token"].get<std::string>().size());
+  }
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const std::string events = body_of(request("POST", "/v1/chat/completions", streamed_body.dump()));
+  json streamed = json::array();
+  static const std::regex event("data: (\\{[^\\n]*\\})\\n");
+  for (std::sregex_iterator it(events.begin(), events.end(), event), end; it != end; ++it) {
+    const json chunk = json::parse((*it)[1].str());
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& token : chunk["choices"][0]["logprobs"]["content"]) streamed.push_back(token);
+  }
+  EXPECT_EQ(streamed, content);
+
+  const json text = post_json("/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}, {"temperature", 0},
+                                                  {"ignore_eos", true}, {"logprobs", 2}});
+  const json& legacy = text["choices"][0]["logprobs"];
+  ASSERT_EQ(legacy["tokens"].size(), 4u) << text;
+  EXPECT_EQ(legacy["token_logprobs"].size(), 4u);
+  EXPECT_EQ(legacy["text_offset"][0], 0);
+  ASSERT_EQ(legacy["top_logprobs"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_LE(legacy["top_logprobs"][i].size(), 2u);  // two tokens with one text would share a key
+    // Greedy: the chosen token is the most likely one.
+    double best = -1e30;
+    for (const auto& [token, logprob] : legacy["top_logprobs"][i].items()) best = std::max(best, logprob.get<double>());
+    EXPECT_EQ(legacy["token_logprobs"][i].get<double>(), best);
+  }
+  EXPECT_EQ(status_line(request("POST", "/v1/completions", R"({"prompt":"a","logprobs":6})")), "HTTP/1.1 400 Bad Request");
 }
 
 TEST_F(ServeOpenAiServer, EachRequestIsLoggedOnceWithItsTokens) {

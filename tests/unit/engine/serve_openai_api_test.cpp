@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/serve/openai_api.h"
@@ -120,7 +122,7 @@ TEST(ServeOpenAiApi, OtherValuesOfThoseFieldsAre400sNamingTheField) {
             R"('tool_choice' "required" is not supported by this server yet ("auto" or "none"))");
   EXPECT_EQ(rejected(user + R"("response_format":{"type":"json_object"}})").param, "response_format");
   EXPECT_EQ(rejected(user + R"("logit_bias":{"15":-100}})").param, "logit_bias");
-  EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");
+  EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");  // without logprobs: true
   EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").param, "tool_choice");
   EXPECT_EQ(rejected(user + R"("parallel_tool_calls":"yes"})").param, "parallel_tool_calls");
   EXPECT_EQ(rejected(user + R"("n":2})").message, "'n' is not supported by this server (only its default value), got 2");
@@ -217,6 +219,53 @@ TEST(ServeOpenAiApi, ChatFieldsReachTheTemplateInTheClientsKeyOrder) {
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":null}]})").param, "messages[0].content");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":[1]})").param,
             "chat_template_kwargs");
+}
+
+
+TEST(ServeOpenAiApi, LogprobsAreParsedWithinTheirLimits) {
+  const std::string user = R"({"messages":[{"role":"user","content":"a"}],)";
+  auto chat = parse_completion_request(user + R"("logprobs":true,"top_logprobs":20})", true);
+  ASSERT_TRUE(chat.ok()) << chat.error().message;
+  EXPECT_EQ(chat->logprobs, 20);
+  auto plain = parse_completion_request(user + R"("logprobs":true})", true);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->logprobs, 0);
+  auto off = parse_completion_request(user + R"("logprobs":false,"top_logprobs":0})", true);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->logprobs, -1);
+  const ApiError over = rejected(user + R"("logprobs":true,"top_logprobs":21})");
+  EXPECT_EQ(over.param, "top_logprobs");
+  EXPECT_EQ(over.message, "'top_logprobs' must be an integer from 0 to 20, got 21");
+  EXPECT_EQ(rejected(user + R"("logprobs":3})").param, "logprobs");
+  EXPECT_EQ(rejected(user + R"("top_logprobs":2})").message, "'top_logprobs' needs 'logprobs': true");
+
+  auto text = parse_completion_request(R"({"prompt":"a","logprobs":5})", false);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(text->logprobs, 5);
+  auto text_null = parse_completion_request(R"({"prompt":"a","logprobs":null})", false);
+  ASSERT_TRUE(text_null.ok());
+  EXPECT_EQ(text_null->logprobs, -1);
+  const ApiError text_over = rejected(R"({"prompt":"a","logprobs":6})", false);
+  EXPECT_EQ(text_over.param, "logprobs");
+  EXPECT_EQ(text_over.message, "'logprobs' must be an integer from 0 to 5, got 6");
+  EXPECT_EQ(rejected(R"({"prompt":"a","logprobs":true})", false).param, "logprobs");
+  EXPECT_EQ(rejected(R"({"prompt":"a","top_logprobs":1})", false).message, "unknown field 'top_logprobs'");
+}
+
+TEST(ServeOpenAiApi, LogprobsHaveOpenAisShapes) {
+  const std::vector<LogprobEntry> entries = {{{"Hi", -0.25f}, {{"Hi", -0.25f}, {"Yo", -2.0f}}},
+                                             {{"!", -0.5f}, {{"!", -0.5f}, {".", -1.0f}}}};
+  EXPECT_EQ(chat_logprobs_json(entries).dump(),
+            R"({"content":[{"bytes":[72,105],"logprob":-0.25,"token":"Hi","top_logprobs":[{"bytes":[72,105],"logprob":-0.25,"token":"Hi"},{"bytes":[89,111],"logprob":-2.0,"token":"Yo"}]},)"
+            R"({"bytes":[33],"logprob":-0.5,"token":"!","top_logprobs":[{"bytes":[33],"logprob":-0.5,"token":"!"},{"bytes":[46],"logprob":-1.0,"token":"."}]}]})");
+  EXPECT_EQ(completion_logprobs_json(entries, 3).dump(),
+            R"({"text_offset":[3,5],"token_logprobs":[-0.25,-0.5],"tokens":["Hi","!"],"top_logprobs":[{"Hi":-0.25,"Yo":-2.0},{"!":-0.5,".":-1.0}]})");
+  // A probability that underflowed: vLLM's floor, never a non-JSON -Infinity.
+  const std::vector<LogprobEntry> zero = {{{"x", -std::numeric_limits<float>::infinity()}, {}}};
+  EXPECT_EQ(completion_logprobs_json(zero, 0)["token_logprobs"][0].get<double>(), -9999.0);
+  const ResponseIds ids{"cmpl-1", 7, "m"};
+  EXPECT_EQ(completion_body(ids, false, "Hi!", "length", Usage{1, 2}, completion_logprobs_json(entries, 0)),
+            R"({"choices":[{"finish_reason":"length","index":0,"logprobs":{"text_offset":[0,2],"token_logprobs":[-0.25,-0.5],"tokens":["Hi","!"],"top_logprobs":[{"Hi":-0.25,"Yo":-2.0},{"!":-0.5,".":-1.0}]},"text":"Hi!"}],"created":7,"id":"cmpl-1","model":"m","object":"text_completion","usage":{"completion_tokens":2,"prompt_tokens":1,"total_tokens":3}})");
 }
 
 }  // namespace
