@@ -178,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(Units, KernelsAmx, testing::Values(AmxMode::emulated, A
                          });
 
 TEST(KernelsAmxSelection, FallsBackToTheVectorKernelsWhereAmxIsAbsentOrOff) {
-  if (!cpu_features().amx_tile) EXPECT_EQ(amx_status_line(), "AMX: not present");
+  if (!cpu_features().amx_tile) {
+    EXPECT_EQ(amx_status_line(), "AMX: not present");
+  }
   std::vector<float> weight(64 * 16, 0.5f);
   {
     AmxModeScope mode(AmxMode::hardware);  // auto

@@ -199,7 +199,9 @@ TEST(KernelsInt4, TheVnniKernelGivesTheAvx2KernelsBits) {
         IsaScope scope(k == 0 ? Isa::avx2 : Isa::avx512);
         Int4DotScope dot_scope(Int4Dot::vnni);
         const Linear linear({block}, 1000, WeightFormat::int4);
-        if (k == 1) ASSERT_EQ(linear.kernel_name(), "int4/avx512-vnni-int8x");
+        if (k == 1) {
+          ASSERT_EQ(linear.kernel_name(), "int4/avx512-vnni-int8x");
+        }
         for (int m : {1, 3, 4, 7}) {
           std::mt19937 x_rng(m);  // the same inputs for both kernels
           const auto x = random_vector(size_t(m) * 1000, x_rng, -2.0f, 2.0f);

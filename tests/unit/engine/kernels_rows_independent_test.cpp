@@ -85,7 +85,9 @@ TEST(KernelsRowsIndependent, PlainPrefillRowsEqualRowsAloneWhereTheGemmServesIt)
     EXPECT_EQ(rows_unlike_alone(linear, x, m, y, pool), 0) << linear.kernel_name();
     ++checked;
   }
-  if (active_isa() == Isa::avx2) EXPECT_EQ(checked, 4) << "AVX2 without AVX-512: every format's prefill is the GEMM";
+  if (active_isa() == Isa::avx2) {
+    EXPECT_EQ(checked, 4) << "AVX2 without AVX-512: every format's prefill is the GEMM";
+  }
 }
 
 }  // namespace

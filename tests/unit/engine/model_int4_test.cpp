@@ -22,13 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-float half_to_float(uint16_t h) {
-  const int exponent = (h >> 10) & 31, mantissa = h & 1023;
-  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
-  if (exponent == 0) return sign * std::ldexp(float(mantissa), -24);
-  return sign * std::ldexp(1.0f + mantissa / 1024.0f, exponent - 15);
-}
-
 // The quantized checkpoint seen as the plain model: every projection's
 // "<base>.weight" dequantized from qweight / qzeros / scales (/ g_idx).
 class Dequantized final : public WeightSource {

@@ -297,9 +297,10 @@ TEST(FabricPingPong, ATakenPortIsReportedAsInUse) {
     ::close(holder);
     ASSERT_FALSE(served) << taken;
     EXPECT_TRUE(served.error().port_in_use) << served.error().message;
-    if (taken == 0)
+    if (taken == 0) {
       EXPECT_EQ(served.error().message,
                 "cannot listen on 127.0.0.1:" + std::to_string(options.tcp_port) + ": Address already in use");
+    }
   }
 }
 
