@@ -70,8 +70,10 @@ std::set<std::string> split_tags(const std::vector<std::string>& items) {
 class LivePrinter : public playbooks::PlayObserver {
  public:
   LivePrinter(std::string play, playbooks::TextOptions text, bool print_tasks, ProgressMode mode)
-      : text_(text), print_tasks_(print_tasks), state_{.play = std::move(play)},
-        progress_(mode, [this](uint64_t, uint64_t, bool bar, size_t width) { return line(bar, width); }, timing()) {}
+      : text_(text), print_tasks_(print_tasks),
+        progress_(mode, [this](uint64_t, uint64_t, bool bar, size_t width) { return line(bar, width); }, timing()) {
+    state_.play = std::move(play);
+  }
 
   void play_started(size_t tasks, size_t hosts) override {
     progress_.update([&] {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "engine/chat_template/value.h"
+#include "engine/tokenizer/unicode.h"
 
 namespace xft::engine::chat_template {
 
@@ -15,24 +16,6 @@ std::string rstrip_all(std::string_view s) {
   size_t end = s.size();
   while (end > 0 && is_space(s[end - 1])) --end;
   return std::string(s.substr(0, end));
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {
@@ -233,9 +216,9 @@ class Lexer {
         case 'f': value += '\f'; break;
         case 'v': value += '\v'; break;
         case '\n': break;
-        case 'x': append_utf8(value, hex_value(i, 2)); i += 2; break;
-        case 'u': append_utf8(value, hex_value(i, 4)); i += 4; break;
-        case 'U': append_utf8(value, hex_value(i, 8)); i += 8; break;
+        case 'x': unicode::append_utf8(value, hex_value(i, 2)); i += 2; break;
+        case 'u': unicode::append_utf8(value, hex_value(i, 4)); i += 4; break;
+        case 'U': unicode::append_utf8(value, hex_value(i, 8)); i += 8; break;
         default: value += '\\'; value += e;
       }
     }

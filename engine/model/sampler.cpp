@@ -201,8 +201,10 @@ void pack(const Proposal& p, int cap, int raw_cap, unsigned char* out) {
   std::memset(out, 0, record_bytes(cap, raw_cap));
   std::memcpy(out, &header, sizeof header);
   unsigned char* candidates = out + sizeof header;
-  std::memcpy(candidates, p.candidates.data(), sizeof(Candidate) * p.count);
-  std::memcpy(candidates + sizeof(Candidate) * cap, p.raw_top.data(), sizeof(Candidate) * p.raw_count);
+  // memcpy from an empty vector's null data() is undefined even for 0 bytes.
+  if (p.count > 0) std::memcpy(candidates, p.candidates.data(), sizeof(Candidate) * p.count);
+  if (p.raw_count > 0)
+    std::memcpy(candidates + sizeof(Candidate) * cap, p.raw_top.data(), sizeof(Candidate) * p.raw_count);
 }
 
 Proposal unpack(const unsigned char* in, int cap) {
@@ -217,9 +219,10 @@ Proposal unpack(const unsigned char* in, int cap) {
   p.raw_count = header.raw_count;
   const unsigned char* candidates = in + sizeof header;
   p.candidates.resize(header.count);
-  std::memcpy(p.candidates.data(), candidates, sizeof(Candidate) * header.count);
+  if (header.count > 0) std::memcpy(p.candidates.data(), candidates, sizeof(Candidate) * header.count);
   p.raw_top.resize(header.raw_count);
-  std::memcpy(p.raw_top.data(), candidates + sizeof(Candidate) * cap, sizeof(Candidate) * header.raw_count);
+  if (header.raw_count > 0)
+    std::memcpy(p.raw_top.data(), candidates + sizeof(Candidate) * cap, sizeof(Candidate) * header.raw_count);
   return p;
 }
 

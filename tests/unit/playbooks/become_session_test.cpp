@@ -138,7 +138,9 @@ TEST_F(Become, AHostWhoseSudoDoesNotAskNeverGetsThePasswordOnStdin) {
   auto& host = add("n1", false);
   testing::FakeSession login(host);
   BecomeSession root(login, "s3cret pass");
-  auto ran = root.run("cat", remote::RunOptions{.stdin_data = "data\n"});
+  remote::RunOptions options;
+  options.stdin_data = "data\n";
+  auto ran = root.run("cat", options);
   ASSERT_TRUE(ran.ok());
   EXPECT_EQ("data\n", ran->out);
   EXPECT_EQ("data\n", host.stdin_data);

@@ -301,7 +301,9 @@ TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
     size_t count = 0;
     for (std::string line; std::getline(lines, line); ++count) EXPECT_LE(line.size(), kReportWidth) << line;
     EXPECT_LE(count, 60u) << text;
-    if (run == 2) EXPECT_EQ(kSecondRunAt64Hosts, text);
+    if (run == 2) {
+      EXPECT_EQ(kSecondRunAt64Hosts, text);
+    }
   }
 }
 
@@ -417,10 +419,11 @@ TEST_F(ShippedSetup, MountedFromAnotherSourceIsAFailureWithTheFix) {
   EXPECT_EQ("n1=skipped n2=failed n3=changed ", statuses(report, "the shared path is mounted from the server (and in fstab)"));
   for (const auto& task : report.tasks)
     for (const auto& [host, result] : task.results) {
-      if (host == "n2" && result.status == TaskStatus::failed)
+      if (host == "n2" && result.status == TaskStatus::failed) {
         EXPECT_EQ("/mnt/shared is mounted from 10.1.1.1:/other, not 10.9.0.1:/srv/shared (unmount it first: umount "
                   "/mnt/shared)",
                   result.msg);
+      }
     }
 }
 
@@ -455,9 +458,10 @@ TEST_F(ShippedSetup, NfsOptionsThatWouldAddAnExportAreARenderError) {
     auto report = run();
     EXPECT_EQ("n1=failed n2=skipped n3=skipped ", statuses(report, "the shared path is exported to every host"));
     for (const auto& task : report.tasks)
-      if (task.name == "the shared path is exported to every host")
+      if (task.name == "the shared path is exported to every host") {
         EXPECT_EQ(0u, task.results[0].result.msg.rfind("template nfs_exports.mustache: {{nfs_options}} ", 0))
             << task.results[0].result.msg;
+      }
     EXPECT_EQ(0u, transport_["n1"].files.count("/etc/exports"));
   }
 }

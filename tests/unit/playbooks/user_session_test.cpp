@@ -74,7 +74,9 @@ TEST_F(OtherUsersKeys, WrittenAsTheUserWithTheModesSshdWants) {
   auto& host = transport_["n1"];
   EXPECT_TRUE(host.writes.empty()) << "nothing through root's SFTP";
   for (const auto& command : host.commands)
-    if (command.rfind("getent passwd ", 0) != 0) EXPECT_EQ(0u, command.rfind("runuser -u alice -- ", 0)) << command;
+    if (command.rfind("getent passwd ", 0) != 0) {
+      EXPECT_EQ(0u, command.rfind("runuser -u alice -- ", 0)) << command;
+    }
   EXPECT_EQ(1, std::distance(fs::directory_iterator(ssh()), fs::directory_iterator())) << "no temp file left";
   EXPECT_EQ(TaskStatus::ok, run_key_task().status);
 }
