@@ -124,6 +124,11 @@ Expected<Loaded> load_model(const RunOptions& o, Communicator* comm, bool batch_
   auto opened = open_model_weights(o);
   if (!opened) return opened.error();
   const std::unique_ptr<WeightSource>& weights = opened->weights;
+  if (is_leader(comm)) {
+    if (const std::string notice = vision_tower_notice(*weights, o.model_dir); !notice.empty()) {
+      spdlog::info("run qwen: {}", notice);
+    }
+  }
   Loaded loaded;
   loaded.name = opened->name;
   auto cpus = parse_cpu_list(o.cpus);

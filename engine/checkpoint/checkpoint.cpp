@@ -155,6 +155,13 @@ class CheckpointSource final : public WeightSource {
     return read<uint8_t>(name, rows, cols);
   }
   uint64_t bytes_read() const override { return bytes_read_.load(); }
+  std::vector<std::string> tensor_names() const override {
+    std::vector<std::string> names;
+    names.reserve(tensors_.size());
+    for (const auto& [name, located] : tensors_) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
 
   // Names in shard order (for checks that want the file's own view).
   const std::unordered_map<std::string, Located>& tensors() const { return tensors_; }
@@ -292,6 +299,15 @@ Expected<void> check_against_config(const CheckpointSource& source, const std::s
 }
 
 }  // namespace
+
+std::string vision_tower_notice(const WeightSource& source, const std::string& model_dir) {
+  const std::string prefix = "model.visual.";
+  size_t count = 0;
+  for (const std::string& name : source.tensor_names()) count += name.starts_with(prefix);
+  if (count == 0) return "";
+  return model_dir + ": the vision tower's " + std::to_string(count) + " tensors (" + prefix +
+         "*) are skipped: only the text model runs, and a request that carries an image gets a 400";
+}
 
 Expected<std::unique_ptr<WeightSource>> open_checkpoint(const std::string& model_dir) {
   auto config = load_config(model_dir);

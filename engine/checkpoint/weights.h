@@ -52,7 +52,15 @@ class WeightSource {
   }
   // Bytes actually read from storage so far (per-rank memory/IO figure).
   virtual uint64_t bytes_read() const = 0;
+  // Every tensor the source stores, those the model does not read included
+  // (sorted); generated weights store none beyond what they are asked for.
+  virtual std::vector<std::string> tensor_names() const { return {}; }
 };
+
+// One line when the checkpoint carries a vision tower (Qwen3.5's
+// model.visual.*), whose tensors the text model never reads: "DIR: the
+// vision tower's N tensors (model.visual.*) are skipped ..."; empty without one.
+std::string vision_tower_notice(const WeightSource& source, const std::string& model_dir);
 
 // Opens a checkpoint directory: config.json plus model.safetensors or
 // model.safetensors.index.json with its shards. Validates every header.

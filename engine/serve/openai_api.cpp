@@ -70,12 +70,28 @@ Expected<void, ApiError> set_flag(const json& value, const std::string& name, bo
   return {};
 }
 
+// OpenAI's chat image part (image_url), the Responses API's (input_image) and
+// the bare form some clients send (image): named so a client learns why, not
+// just that only text parts pass.
+bool is_image_part(const ojson& part) {
+  if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) return false;
+  const std::string type = part["type"].get<std::string>();
+  return type == "image_url" || type == "input_image" || type == "image";
+}
+
 Expected<std::string, ApiError> message_content(const ojson& content, const std::string& param) {
   if (content.is_null()) return std::string();
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return bad("'" + param + "' must be a string or an array of text parts", param);
   std::string text;
-  for (const auto& part : content) {
+  for (size_t i = 0; i < content.size(); ++i) {
+    const auto& part = content[i];
+    if (is_image_part(part)) {
+      const std::string at = param + "[" + std::to_string(i) + "]";
+      return bad("'" + at + "': images are not supported: only the text model is loaded (a vision tower, if the "
+                     "checkpoint has one, is skipped); send text parts only",
+                 at, "images_not_supported");
+    }
     if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
       return bad("'" + param + "': only parts of type 'text' are supported", param);

@@ -2,7 +2,8 @@
 """Writes unicode_tables.inc: the Unicode data the Qwen tokenizer needs, from
 Python's unicodedata, so the C++ side carries no ICU dependency.
 
-  letter / number ranges     general categories L* and N* (the regex \\p{L}, \\p{N})
+  letter / number / mark     general categories L*, N* and M* (the regex \\p{L},
+  ranges                     \\p{N}, \\p{M}; Qwen3.5's split joins marks to letters)
   white-space ranges         the White_Space property (the regex \\s)
   combining classes          runs of equal non-zero canonical combining class
   decompositions             full canonical decomposition of every code point
@@ -79,6 +80,7 @@ def main():
     category = [unicodedata.category(chr(cp)) for cp in range(MAX_CP)]
     emit_ranges("kLetterRanges", ranges_where(lambda cp: category[cp].startswith("L")))
     emit_ranges("kNumberRanges", ranges_where(lambda cp: category[cp].startswith("N")))
+    emit_ranges("kMarkRanges", ranges_where(lambda cp: category[cp].startswith("M")))
     emit_ranges("kWhiteSpaceRanges", WHITE_SPACE)
 
     ccc = [unicodedata.combining(chr(cp)) for cp in range(MAX_CP)]

@@ -15,7 +15,11 @@ struct Char {
 
 // Classifies the code point at `pos`; bytes that are not UTF-8 count as
 // "other" (they match [^\s\p{L}\p{N}]), as a byte-level regex would treat them.
-Char char_at(std::string_view text, size_t pos) {
+// With `marks_are_letters` (Qwen3.5) a combining mark classes as a letter:
+// the pattern puts \p{M} wherever it has \p{L} in a letter run and takes it
+// out of the punctuation run, and the optional prefix [^\r\n\p{L}\p{N}]
+// before a run matches the same either way.
+Char char_at(std::string_view text, size_t pos, bool marks_are_letters) {
   const unsigned char b = static_cast<unsigned char>(text[pos]);
   if (b < 0x80) {
     const char c = static_cast<char>(b);
@@ -33,7 +37,7 @@ Char char_at(std::string_view text, size_t pos) {
   unicode::Decoded d = unicode::decode_utf8(text, pos);
   CharClass cls = CharClass::other;
   if (d.valid) {
-    if (unicode::is_letter(d.cp))
+    if (unicode::is_letter(d.cp) || (marks_are_letters && unicode::is_mark(d.cp)))
       cls = CharClass::letter;
     else if (unicode::is_number(d.cp))
       cls = CharClass::number;
@@ -58,9 +62,9 @@ size_t contraction_length(std::string_view text, size_t pos) {
   return 0;
 }
 
-size_t skip_letters(std::string_view text, size_t pos) {
+size_t skip_letters(std::string_view text, size_t pos, bool marks) {
   while (pos < text.size()) {
-    Char c = char_at(text, pos);
+    Char c = char_at(text, pos, marks);
     if (c.cls != CharClass::letter) break;
     pos += c.length;
   }
@@ -68,19 +72,19 @@ size_t skip_letters(std::string_view text, size_t pos) {
 }
 
 // Length of the piece that starts at `pos`: the regex's alternatives in order.
-size_t piece_length(std::string_view text, size_t pos) {
+size_t piece_length(std::string_view text, size_t pos, bool marks) {
   if (size_t n = contraction_length(text, pos)) return n;
 
-  const Char first = char_at(text, pos);
+  const Char first = char_at(text, pos, marks);
   const size_t after_first = pos + first.length;
   const bool has_next = after_first < text.size();
-  const Char next = has_next ? char_at(text, after_first) : Char{CharClass::other, 0, 0};
+  const Char next = has_next ? char_at(text, after_first, marks) : Char{CharClass::other, 0, 0};
 
   // [^\r\n\p{L}\p{N}]?\p{L}+
-  if (first.cls == CharClass::letter) return skip_letters(text, after_first) - pos;
+  if (first.cls == CharClass::letter) return skip_letters(text, after_first, marks) - pos;
   if (first.cls != CharClass::newline && first.cls != CharClass::number && has_next &&
       next.cls == CharClass::letter)
-    return skip_letters(text, after_first + next.length) - pos;
+    return skip_letters(text, after_first + next.length, marks) - pos;
 
   // \p{N}
   if (first.cls == CharClass::number) return first.length;
@@ -89,10 +93,10 @@ size_t piece_length(std::string_view text, size_t pos) {
   size_t others = pos;
   if (first.cp == ' ' && has_next && next.cls == CharClass::other)
     others = after_first;
-  if (char_at(text, others).cls == CharClass::other) {
+  if (char_at(text, others, marks).cls == CharClass::other) {
     size_t end = others;
     while (end < text.size()) {
-      Char c = char_at(text, end);
+      Char c = char_at(text, end, marks);
       if (c.cls != CharClass::other) break;
       end += c.length;
     }
@@ -103,7 +107,7 @@ size_t piece_length(std::string_view text, size_t pos) {
   // Only white space is left: \s*[\r\n]+ | \s+(?!\S) | \s+
   size_t run_end = pos, last_newline_end = 0, last_char_start = pos;
   while (run_end < text.size()) {
-    Char c = char_at(text, run_end);
+    Char c = char_at(text, run_end, marks);
     if (!is_space(c.cls)) break;
     last_char_start = run_end;
     run_end += c.length;
@@ -118,9 +122,10 @@ size_t piece_length(std::string_view text, size_t pos) {
 
 }  // namespace
 
-void split_qwen_pieces(std::string_view text, std::vector<std::string_view>& pieces) {
+void split_qwen_pieces(std::string_view text, std::vector<std::string_view>& pieces, SplitPattern pattern) {
+  const bool marks_are_letters = pattern == SplitPattern::qwen35;
   for (size_t pos = 0; pos < text.size();) {
-    const size_t length = piece_length(text, pos);
+    const size_t length = piece_length(text, pos, marks_are_letters);
     pieces.push_back(text.substr(pos, length));
     pos += length;
   }

@@ -130,7 +130,7 @@ void encode_text(const TokenizerData& d, std::string_view text, std::vector<int3
   if (text.empty()) return;
   const std::string normalized = d.normalize_nfc ? unicode::nfc(text) : std::string(text);
   std::vector<std::string_view> pieces;
-  split_qwen_pieces(normalized, pieces);
+  split_qwen_pieces(normalized, pieces, d.split);
   for (std::string_view piece : pieces) encode_piece(d, piece, out);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/tokenizer/bpe.h"
+#include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/token_index.h"
 
 namespace xft::engine {
@@ -28,6 +29,7 @@ struct TokenizerData {
   std::array<std::vector<uint32_t>, 256> added_by_first_byte;  // indices into `added`, longest first
   std::vector<uint8_t> special;                        // per id: 1 for special tokens
   bool normalize_nfc = true;
+  SplitPattern split = SplitPattern::qwen2;            // the tokenizer.json's Split regex
   // tiktoken encodes a piece that is itself a token directly; Hugging Face
   // BPE (ignore_merges=false) always merges byte by byte.
   bool whole_piece_lookup = false;

@@ -1,7 +1,8 @@
-// Loading a Hugging Face tokenizer.json (Qwen2/2.5/3) and converting one to
+// Loading a Hugging Face tokenizer.json (Qwen2/2.5/3, Qwen3.5) and converting one to
 // Qwen1's qwen.tiktoken.
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -40,8 +41,9 @@ Expected<bool> read_normalizer(const json& root, const std::string& source) {
                     "only {\"type\": \"NFC\"} or null is supported, found " + n.dump());
 }
 
-// The hand-written scanner implements exactly one split pattern; refuse others.
-Expected<void> check_pre_tokenizer(const json& root, const std::string& source) {
+// The hand-written scanner implements Qwen2/3's split pattern and Qwen3.5's;
+// refuse others.
+Expected<SplitPattern> read_pre_tokenizer(const json& root, const std::string& source) {
   const json* p = root.contains("pre_tokenizer") ? &root["pre_tokenizer"] : nullptr;
   std::vector<const json*> steps;
   if (p && p->is_object() && p->value("type", "") == "Sequence" && p->contains("pretokenizers") &&
@@ -49,27 +51,32 @@ Expected<void> check_pre_tokenizer(const json& root, const std::string& source) 
     for (const json& s : (*p)["pretokenizers"]) steps.push_back(&s);
   else if (p && p->is_object())
     steps.push_back(p);
-  bool has_split = false, has_byte_level = false;
+  std::optional<SplitPattern> split;
+  bool has_byte_level = false;
   for (const json* s : steps) {
     const std::string type = s->is_object() ? s->value("type", "") : "";
-    if (type == "Split" && s->contains("pattern") && (*s)["pattern"].is_object() &&
-        (*s)["pattern"].value("Regex", "") == kQwenSplitPattern &&
-        s->value("behavior", "") == "Isolated" && !s->value("invert", false))
-      has_split = true;
+    const std::string regex = type == "Split" && s->contains("pattern") && (*s)["pattern"].is_object()
+                                  ? (*s)["pattern"].value("Regex", "")
+                                  : "";
+    const bool isolated = s->is_object() && s->value("behavior", "") == "Isolated" && !s->value("invert", false);
+    if (isolated && regex == kQwenSplitPattern)
+      split = SplitPattern::qwen2;
+    else if (isolated && regex == kQwen35SplitPattern)
+      split = SplitPattern::qwen35;
     else if (type == "ByteLevel" && !s->value("add_prefix_space", false) &&
              !s->value("use_regex", true))
       has_byte_level = true;
     else
       return json_error(source, "pre_tokenizer",
                         "unsupported step " + s->dump().substr(0, 200) +
-                            "; only Qwen's Split regex (Isolated) followed by ByteLevel "
+                            "; only Qwen2/3's or Qwen3.5's Split regex (Isolated) followed by ByteLevel "
                             "(use_regex false) is implemented");
   }
-  if (!has_split || !has_byte_level)
+  if (!split || !has_byte_level)
     return json_error(source, "pre_tokenizer",
                       "expected Qwen's Split regex and a ByteLevel step, found " +
                           (p ? p->dump().substr(0, 200) : std::string("nothing")));
-  return {};
+  return *split;
 }
 
 std::string line_of(std::string_view text, size_t pos) {
@@ -203,7 +210,9 @@ Expected<std::shared_ptr<TokenizerData>> data_from_parsed(const json& root, std:
   if (!nfc) return nfc.error();
   data->normalize_nfc = *nfc;
   data->whole_piece_lookup = model.value("ignore_merges", false);
-  if (Expected<void> r = check_pre_tokenizer(root, source); !r) return r.error();
+  Expected<SplitPattern> split = read_pre_tokenizer(root, source);
+  if (!split) return split.error();
+  data->split = *split;
 
   if (Expected<void> r = read_vocab(text, vocab_span, source, *data); !r) return r.error();
   if (std::string problem = index_ordinary_tokens(*data); !problem.empty())

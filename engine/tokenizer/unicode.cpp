@@ -42,7 +42,7 @@ bool in_ranges(const Range (&ranges)[N], char32_t cp) {
   return it != std::begin(ranges) && cp <= std::prev(it)->last;
 }
 
-enum : uint8_t { kLetterBit = 1, kNumberBit = 2, kSpaceBit = 4, kAttentionBit = 8 };
+enum : uint8_t { kLetterBit = 1, kNumberBit = 2, kSpaceBit = 4, kAttentionBit = 8, kMarkBit = 16 };
 
 // One flag byte per BMP code point: the hot path (ASCII, CJK, Cyrillic...)
 // never binary-searches.
@@ -55,6 +55,7 @@ const std::array<uint8_t, 0x10000>& bmp_flags() {
     };
     mark(kLetterRanges, kLetterBit);
     mark(kNumberRanges, kNumberBit);
+    mark(kMarkRanges, kMarkBit);
     mark(kWhiteSpaceRanges, kSpaceBit);
     mark(kNfcAttentionRanges, kAttentionBit);
     return flags;
@@ -218,6 +219,11 @@ bool is_letter(char32_t cp) {
 bool is_number(char32_t cp) {
   if (cp < 0x10000) return bmp_flags()[cp] & kNumberBit;
   return in_ranges(kNumberRanges, cp);
+}
+
+bool is_mark(char32_t cp) {
+  if (cp < 0x10000) return bmp_flags()[cp] & kMarkBit;
+  return in_ranges(kMarkRanges, cp);
 }
 
 bool is_white_space(char32_t cp) {

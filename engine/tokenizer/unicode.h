@@ -1,5 +1,5 @@
 // The Unicode the Qwen tokenizer needs: UTF-8 stepping, the regex classes
-// \p{L}, \p{N}, \s, and NFC normalization. Tables: unicode_tables.inc.
+// \p{L}, \p{N}, \p{M}, \s, and NFC normalization. Tables: unicode_tables.inc.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,7 @@ void append_utf8(std::string& out, char32_t cp);
 
 bool is_letter(char32_t cp);      // general category L*
 bool is_number(char32_t cp);      // general category N*
+bool is_mark(char32_t cp);        // general category M* (combining marks)
 bool is_white_space(char32_t cp); // White_Space property
 
 // Unicode Normalization Form C. Text that is already NFC (all ASCII, most CJK)

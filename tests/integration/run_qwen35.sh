@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Qwen3.5 (hybrid Gated DeltaNet + gated attention, dense and MoE) through the
 # real binary: `model make-test` takes each Qwen3.5 golden's generator line and
-# writes its exact model.safetensors (sha256), `model check` accepts it, and
+# writes its exact model.safetensors (sha256), `model check` accepts it (the
+# dense one then gains a vision-tower shard, skipped with one notice line), and
 # `run qwen --dump-logits` gives the reference logits of every case within the
 # fp32 tolerance on 1 rank and 2 ranks (--local 2, the linear-attention
 # heads split), every case, and on 4 ranks (one value head and one attention
@@ -45,6 +46,33 @@ if worst > tol:
 PY
 }
 
+# add_vision_tower DIR: a second shard with two model.visual.* tensors and the
+# index naming both shards, as a published Qwen3.5 checkpoint stores its vision
+# tower; the text model's logits must not change and one line must say so.
+add_vision_tower() {
+  python3 - "$1" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+def header(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n))
+tensors = {"model.visual.patch_embed.proj.weight": [4, 3], "model.visual.merger.norm.weight": [4]}
+meta, data = {}, b""
+for name, shape in tensors.items():
+    count = 1
+    for s in shape: count *= s
+    meta[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + 4 * count]}
+    data += struct.pack("<%df" % count, *([0.25] * count))
+text = json.dumps(meta).encode()
+text += b" " * (-len(text) % 8)
+open(d + "/model-vision.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + data)
+weight_map = {name: "model.safetensors" for name in header(d + "/model.safetensors") if name != "__metadata__"}
+weight_map.update({name: "model-vision.safetensors" for name in tensors})
+json.dump({"metadata": {}, "weight_map": weight_map}, open(d + "/model.safetensors.index.json", "w"))
+PY
+}
+
 for name in qwen35-tiny-s19 qwen35moe-tiny-s33; do
   step "$name: make-test from the golden's generator line"
   # shellcheck disable=SC2046
@@ -53,6 +81,8 @@ for name in qwen35-tiny-s19 qwen35moe-tiny-s33; do
   assert_eq "$(golden_field "$name" 'g["model_safetensors_sha256"]')" \
     "$(sha256sum "$shared/$name/model.safetensors" | cut -d' ' -f1)" "$name: model.safetensors sha256"
   "$X" model check "$shared/$name" >/dev/null || fail "$name: model check refused it"
+  vision_tensors=0
+  [[ $name == qwen35-tiny-s19 ]] && add_vision_tower "$shared/$name" && vision_tensors=2
 
   all_cases=$(golden_field "$name" '" ".join(map(str, range(len(g["cases"]))))')
   longest_and_shortest=$(golden_field "$name" \
@@ -69,6 +99,15 @@ for name in qwen35-tiny-s19 qwen35moe-tiny-s33; do
               --prompt-ids "$ids" --dump-logits "$shared/logits.bin" 2>"$TEST_TMP/err") \
         || fail "$name, $ranks rank(s), case $c: dump-logits failed: $(cat "$TEST_TMP/err")"
       assert_contains "$out" "wrote $shared/logits.bin: $n positions x 248320 logits (float32)" "$name: dump-logits said"
+      notices=$(grep -c "vision tower" "$TEST_TMP/err" || true)
+      if ((vision_tensors > 0)); then
+        assert_eq 1 "$notices" "$name, $ranks rank(s): one vision-tower notice line"
+        assert_contains "$(cat "$TEST_TMP/err")" \
+          "run qwen: $shared/$name: the vision tower's 2 tensors (model.visual.*) are skipped: only the text model runs, and a request that carries an image gets a 400" \
+          "$name: the notice"
+      else
+        assert_eq 0 "$notices" "$name, $ranks rank(s): no vision-tower notice"
+      fi
       result=$(check_logits "$name" "$c" "$shared/logits.bin") \
         || fail "$name, $ranks rank(s), case $c: logits differ from the reference: $result"
       echo "ok: $name, $ranks rank(s), case $c: $result"

@@ -184,6 +184,47 @@ Loaded load_golden_model(const std::string& name, WeightFormat format = WeightFo
   return l;
 }
 
+// A published Qwen3.5 checkpoint stores its vision tower beside the text
+// model, here in a second shard named by the index as the hub's are.
+TEST(Qwen35Checkpoint, AVisionTowerIsSkippedWithOneNoticeLine) {
+  TempDir tmp;
+  const std::string dir = tmp / "model";
+  auto spec = parse_generator_args(golden("qwen35-tiny-s19")["generator"].get<std::string>());
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(write_test_model(dir, *spec).ok());
+  auto plain = open_checkpoint(dir);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(vision_tower_notice(**plain, dir), "");
+
+  const std::vector<float> patch(8 * 6, 0.5f), norm(8, 1.0f);
+  write_raw_safetensors(dir + "/model-vision.safetensors",
+                        {{"model.visual.patch_embed.proj.weight", "F32", {8, 6}, bytes_of(patch)},
+                         {"model.visual.blocks.0.norm1.weight", "F32", {8}, bytes_of(norm)},
+                         {"model.visual.merger.norm.weight", "F32", {8}, bytes_of(norm)}});
+  nlohmann::json index;
+  index["metadata"] = nlohmann::json::object();
+  for (const std::string& name : (*plain)->tensor_names()) index["weight_map"][name] = "model.safetensors";
+  for (const char* name : {"model.visual.patch_embed.proj.weight", "model.visual.blocks.0.norm1.weight",
+                           "model.visual.merger.norm.weight"}) {
+    index["weight_map"][name] = "model-vision.safetensors";
+  }
+  write_text(dir + "/model.safetensors.index.json", index.dump());
+  auto with_vision = open_checkpoint(dir);
+  ASSERT_TRUE(with_vision.ok()) << with_vision.error().message;
+  EXPECT_EQ(vision_tower_notice(**with_vision, dir),
+            dir + ": the vision tower's 3 tensors (model.visual.*) are skipped: only the text model runs, and a "
+                  "request that carries an image gets a 400");
+  // The text model loads from it as from the plain checkpoint.
+  ModelOptions options;
+  options.dtype = WeightFormat::f32;
+  options.kv = KvFormat::f32;
+  options.threads = 1;
+  options.max_context = 64;
+  auto model = Model::load(**with_vision, options);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  EXPECT_EQ(vision_tower_notice(*make_fake_weights((*model)->config(), 1), "fake"), "");
+}
+
 std::vector<int32_t> long_prompt(int n) {
   std::vector<int32_t> ids;
   for (int i = 0; i < n; ++i) ids.push_back((i * 7919 + 13) % 248320);

@@ -77,6 +77,25 @@ TEST(ServeOpenAiApi, BadRequestsNameTheFieldInOpenAisErrorShape) {
   EXPECT_EQ(body, json::parse(R"({"error":{"message":"m","type":"invalid_request_error","param":"p","code":null}})"));
 }
 
+TEST(ServeOpenAiApi, AnImagePartIsA400SayingImagesAreNotSupported) {
+  const std::string message =
+      "'messages[1].content[1]': images are not supported: only the text model is loaded (a vision tower, if the "
+      "checkpoint has one, is skipped); send text parts only";
+  for (const std::string part : {R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})",
+                                 R"({"type":"input_image","image_url":"https://example.com/cat.png"})",
+                                 R"({"type":"image","image":"https://example.com/cat.png"})"}) {
+    ApiError error = rejected(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":[)"
+                              R"({"type":"text","text":"what is this?"},)" +
+                              part + "]}]}");
+    EXPECT_EQ(error.status, 400) << part;
+    EXPECT_EQ(error.message, message) << part;
+    EXPECT_EQ(error.param, "messages[1].content[1]") << part;
+    EXPECT_EQ(error.code, "images_not_supported") << part;
+  }
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":[{"type":"audio","data":"x"}]}]})").message,
+            "'messages[0].content': only parts of type 'text' are supported");
+}
+
 TEST(ServeOpenAiApi, TheDeveloperRoleIsTheSystemMessage) {
   auto r = parse_completion_request(
       R"({"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"hi"}]})", true);

@@ -79,6 +79,12 @@ TEST(TokenizerUnicode, ClassesFollowUnicodeCategories) {
   EXPECT_TRUE(unicode::is_white_space(U'\u0085'));
   EXPECT_FALSE(unicode::is_white_space(U'\u200b'));  // zero width space is not White_Space
   EXPECT_FALSE(unicode::is_white_space(U'\x1c'));
+  EXPECT_TRUE(unicode::is_mark(U'\u0301'));        // combining acute accent (Mn)
+  EXPECT_TRUE(unicode::is_mark(U'\u093e'));        // Devanagari vowel sign aa (Mc)
+  EXPECT_TRUE(unicode::is_mark(U'\u20dd'));        // combining enclosing circle (Me)
+  EXPECT_TRUE(unicode::is_mark(U'\U000E0100'));    // variation selector 17, beyond the BMP
+  EXPECT_FALSE(unicode::is_mark(U'a'));
+  EXPECT_FALSE(unicode::is_mark(U'\u00e9'));       // precomposed e-acute is a letter
 }
 
 std::vector<std::string> split(std::string_view text) {
