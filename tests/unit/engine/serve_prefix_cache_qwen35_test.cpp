@@ -11,6 +11,7 @@
 
 #include "engine/serve/prefix_cache.h"
 #include "engine/serve/scheduler.h"
+#include "tests/unit/engine/model_thread_communicator.h"
 #include "tests/unit/engine/serve_test_support.h"
 
 namespace xft::engine::serve {
@@ -25,7 +26,7 @@ using testing::TinyModel;
 
 // Qwen3.5's test model with its second layer full attention: a cached block
 // holds that layer's keys and values, and the first layer's state.
-TinyModel tiny_model(uint64_t seed) {
+TinyModel tiny_model(uint64_t seed, Communicator* comm = nullptr) {
   TestModelSpec spec;
   spec.seed = seed;
   spec.arch = Architecture::qwen3_5;
@@ -37,6 +38,12 @@ TinyModel tiny_model(uint64_t seed) {
   options.threads = 2;
   options.max_context = kContext;
   options.batch_invariant = true;
+  if (comm) {
+    options.comm = comm;
+    options.tp_rank = comm->rank();
+    options.tp_size = comm->size();
+    options.threads = 1;
+  }
   auto model = Model::load(*t.weights, options);
   EXPECT_TRUE(model.ok()) << model.error().message;
   t.model = std::move(*model);
@@ -225,6 +232,47 @@ TEST(ServePrefixCacheQwen35, ALookupEndsOnABlockWithAState) {
   EXPECT_EQ(cache.lookup(tokens, 3 * kBlock - 1).size(), 0u);  // blocks 1 and 2 kept no state
   cache.release_holds();
   EXPECT_TRUE(cache.insert(tokens, 1 << 20, dropped, -1).empty());  // no state: nothing to add
+}
+
+// Two ranks as threads, each holding half the value heads' conv and recurrent
+// state: rank 0 plans, rank 1 follows. A follower that did not restore its
+// own heads' state from the same cached block in the same step would carry
+// on from another position's state and change the greedy tokens.
+TEST(ServePrefixCacheQwen35, TwoRanksResumeTheSecondTurnWithTheColdGreedyTokens) {
+  const auto turn1 = prompt_of(40, 1);
+  auto serve_two_turns = [&](bool prefix_cache, PrefixCacheStats& stats) {
+    std::vector<std::vector<int32_t>> answers;
+    xft::engine::testing::run_ranks(2, [&](int rank, Communicator& comm) {
+      TinyModel t = tiny_model(13, &comm);
+      EXPECT_TRUE(t.model->new_sequence(1)->has_linear_state());
+      if (rank != 0) {
+        EXPECT_TRUE(Scheduler::follow(*t.model, 2).ok());
+        return;
+      }
+      SchedulerOptions options;
+      options.max_batch = 2;
+      options.prefix_cache = prefix_cache;
+      Scheduler scheduler(*t.model, options);
+      std::atomic<bool> stop{false};
+      std::thread client([&] {
+        answers.push_back(request(scheduler, turn1, greedy(), 30));
+        answers.push_back(request(scheduler, concat({turn1, answers[0], prompt_of(20, 2)}), greedy(), 10));
+        stats = scheduler.take_counters().prefix_cache;
+        stop = true;
+      });
+      EXPECT_TRUE(scheduler.run(stop).ok());
+      client.join();
+    });
+    return answers;
+  };
+  PrefixCacheStats cold_stats, warm_stats;
+  const auto cold = serve_two_turns(false, cold_stats);
+  const auto warm = serve_two_turns(true, warm_stats);
+  ASSERT_EQ(cold.size(), 2u);
+  EXPECT_EQ(warm, cold);
+  EXPECT_EQ(cold_stats.lookups, 0u);
+  EXPECT_EQ(warm_stats.hits, 1u);
+  EXPECT_EQ(warm_stats.hit_tokens, static_cast<uint64_t>(4 * kBlock));  // 40 + 29 fed: the state at 64
 }
 
 }  // namespace
