@@ -14,6 +14,9 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
+// A call's head is matched again as each piece arrives: past this many bytes
+// without its arguments opening, it is read whole when it closes.
+constexpr size_t kMaxCallHeadBytes = 1024;
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -290,8 +293,8 @@ void AssistantOutputParser::advance_tool_call(std::vector<OutputEvent>& out) {
   if (call_mode_ == CallMode::Head) {
     std::string name;
     const CallHead head = match_call_head(tool_body_, name, arguments_begin_);
-    if (head == CallHead::NeedMore) return;
-    if (head == CallHead::NoMatch) {
+    if (head == CallHead::NeedMore && tool_body_.size() <= kMaxCallHeadBytes) return;
+    if (head != CallHead::Ok) {
       call_mode_ = CallMode::Whole;
       return;
     }

@@ -226,6 +226,16 @@ TEST(ServeAssistantOutput, SingleToolCallEndsTheAnswerAtTheFirstCall) {
   EXPECT_EQ(c.message.content, "<tool_call>[]</tool_call>");
 }
 
+// A head that never opens its arguments is not matched again forever: past
+// 1 KiB the call is read whole when it closes.
+TEST(ServeAssistantOutput, ALongHeadIsReadWhole) {
+  const std::string name(3000, 'f');
+  const Collected c = run(thinking_with_tools(), {"<tool_call>{\"name\": \"", name, "\"}</tool_call>"});
+  ASSERT_EQ(c.message.tool_calls.size(), 1u);
+  EXPECT_EQ(c.message.tool_calls[0].name, name);
+  EXPECT_EQ(c.calls[0].arguments, "{}");
+}
+
 TEST(ServeAssistantOutput, CallHeadIsMatchedAsItArrives) {
   std::string name;
   size_t at = 0;
