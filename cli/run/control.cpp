@@ -80,6 +80,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
     add("--prefill-chunk", std::to_string(o.prefill_chunk));
     if (!o.allowed_hosts.empty()) add("--allowed-hosts", o.allowed_hosts);
     if (!o.cors_origins.empty()) add("--cors-origin", o.cors_origins);
+    if (!o.scripted_answer.empty()) add("--scripted-answer", o.scripted_answer);
   }
   if (o.comm_bf16) a.push_back("--comm-bf16");
   if (o.profile) a.push_back("--profile");

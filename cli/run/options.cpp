@@ -121,6 +121,7 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
   qwen->add_flag("--require-api-key", o.require_api_key)->group("");
   qwen->add_option("--fail-rank", o.fail_rank)->group("");
   qwen->add_option("--fail-at-token", o.fail_at_token)->group("");
+  qwen->add_option("--scripted-answer", o.scripted_answer)->group("");
 }
 
 }  // namespace xft::cli::run_qwen

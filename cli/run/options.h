@@ -77,6 +77,9 @@ struct RunOptions {
   // Hidden, for the failure tests: this rank kills itself after that many tokens.
   int fail_rank = -1;
   int fail_at_token = 0;
+  // Hidden, for the client tests: serve answers with this file's text as the
+  // generated tokens (serve::ServerOptions::scripted_answer).
+  std::string scripted_answer;
   bool profile = false;
 };
 

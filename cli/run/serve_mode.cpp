@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -130,6 +131,12 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
     if (!format) return fail(ctx, format.error().message);
     chat_format = std::make_shared<const chat_template::ChatFormat>(std::move(*format));
   }
+  std::string scripted_answer;
+  if (is_leader(comm) && !o.scripted_answer.empty()) {
+    std::ifstream script(o.scripted_answer, std::ios::binary);
+    if (!script) return fail(ctx, "--scripted-answer: cannot read " + o.scripted_answer);
+    scripted_answer.assign(std::istreambuf_iterator<char>(script), {});
+  }
   auto loaded = load_model(o, comm, /*batch_invariant=*/!o.no_batch_invariant);
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
@@ -158,6 +165,7 @@ void run_serve(Context& ctx, const RunOptions& o, Communicator* comm) {
   server_options.access_log = log_access;
   server_options.chat_format = chat_format;
   server_options.split_reasoning = o.reasoning_format != "none";
+  server_options.scripted_answer = scripted_answer;
   serve::Server server(scheduler, **tok, stop_ids, server_options);
   serve::HttpOptions http_options;
   http_options.access = access_policy(o, !key->empty());

@@ -14,6 +14,9 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
+// A call's head is matched again as each piece arrives: past this many bytes
+// without its arguments opening, it is read whole when it closes.
+constexpr size_t kMaxCallHeadBytes = 1024;
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -70,7 +73,56 @@ bool parse_xml_call(std::string_view body, std::string& name, std::string& argum
   return true;
 }
 
+// Reads a JSON string literal at `at`; NeedMore when it has not ended yet.
+CallHead read_string(std::string_view body, size_t& at, std::string& value) {
+  if (at >= body.size()) return CallHead::NeedMore;
+  if (body[at] != '"') return CallHead::NoMatch;
+  for (size_t i = at + 1; i < body.size(); ++i) {
+    if (body[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (body[i] != '"') continue;
+    ojson parsed = ojson::parse(body.substr(at, i + 1 - at), nullptr, false);
+    if (parsed.is_discarded()) return CallHead::NoMatch;
+    value = parsed.get<std::string>();
+    at = i + 1;
+    return CallHead::Ok;
+  }
+  return CallHead::NeedMore;
+}
+
+CallHead expect_char(std::string_view body, size_t& at, char c) {
+  while (at < body.size() && is_ws(body[at])) ++at;
+  if (at >= body.size()) return CallHead::NeedMore;
+  if (body[at] != c) return CallHead::NoMatch;
+  ++at;
+  return CallHead::Ok;
+}
+
 }  // namespace
+
+CallHead match_call_head(std::string_view body, std::string& name, size_t& arguments_begin) {
+  size_t at = 0;
+  std::string key;
+  auto string_at = [&](std::string& value) {
+    while (at < body.size() && is_ws(body[at])) ++at;
+    return read_string(body, at, value);
+  };
+  if (CallHead step = expect_char(body, at, '{'); step != CallHead::Ok) return step;
+  if (CallHead step = string_at(key); step != CallHead::Ok) return step;
+  if (key != "name") return CallHead::NoMatch;
+  if (CallHead step = expect_char(body, at, ':'); step != CallHead::Ok) return step;
+  if (CallHead step = string_at(name); step != CallHead::Ok) return step;
+  if (name.empty()) return CallHead::NoMatch;
+  if (CallHead step = expect_char(body, at, ','); step != CallHead::Ok) return step;
+  if (CallHead step = string_at(key); step != CallHead::Ok) return step;
+  if (key != "arguments" && key != "parameters") return CallHead::NoMatch;
+  if (CallHead step = expect_char(body, at, ':'); step != CallHead::Ok) return step;
+  if (CallHead step = expect_char(body, at, '{'); step != CallHead::Ok) return step;
+  arguments_begin = at - 1;
+  return CallHead::Ok;
+}
 
 bool parse_tool_call_body(std::string_view body, std::string& name, std::string& arguments) {
   body = trim(body);
@@ -180,25 +232,27 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
       }
       case State::ToolCall: {
         const size_t close = buffer_.find(kCallClose);
+        const size_t take = close != std::string::npos ? close
+                            : at_end                   ? buffer_.size()
+                                                       : buffer_.size() - partial_marker(buffer_, kCallClose);
+        tool_body_ += buffer_.substr(0, take);
+        buffer_.erase(0, take);
+        advance_tool_call(out);
         if (close != std::string::npos) {
-          tool_body_ += buffer_.substr(0, close);
-          buffer_.erase(0, close + kCallClose.size());
+          buffer_.erase(0, kCallClose.size());
           state_ = State::Content;
-          close_tool_call(out);
+          close_tool_call(out, true);
           continue;
         }
-        if (at_end) {  // never closed: what the model wrote is the answer
-          const std::string raw = std::string(kCallOpen) + tool_body_ + buffer_;
-          buffer_.clear();
+        if (at_end) {
           state_ = State::Content;
-          emit_content(out, raw);
-          return;
+          close_tool_call(out, false);
         }
-        const size_t keep = partial_marker(buffer_, kCallClose);
-        tool_body_ += buffer_.substr(0, buffer_.size() - keep);
-        buffer_.erase(0, buffer_.size() - keep);
         return;
       }
+      case State::Ended:
+        buffer_.clear();
+        return;
     }
   }
 }
@@ -235,23 +289,89 @@ void AssistantOutputParser::emit_content(std::vector<OutputEvent>& out, std::str
   out.push_back(text_event(OutputEvent::Kind::Content, std::move(full)));
 }
 
-void AssistantOutputParser::close_tool_call(std::vector<OutputEvent>& out) {
+void AssistantOutputParser::advance_tool_call(std::vector<OutputEvent>& out) {
+  if (call_mode_ == CallMode::Head) {
+    std::string name;
+    const CallHead head = match_call_head(tool_body_, name, arguments_begin_);
+    if (head == CallHead::NeedMore && tool_body_.size() <= kMaxCallHeadBytes) return;
+    if (head != CallHead::Ok) {
+      call_mode_ = CallMode::Whole;
+      return;
+    }
+    call_mode_ = CallMode::Streaming;
+    ws_before_call_ = std::move(pending_ws_);
+    pending_ws_.clear();  // whitespace between calls is no content
+    const int index = static_cast<int>(message_.tool_calls.size());
+    message_.tool_calls.push_back({options_.call_id_prefix + std::to_string(index), name, ""});
+    out.push_back({OutputEvent::Kind::ToolCallStart, "", index, message_.tool_calls.back().id, name});
+  }
+  if (call_mode_ == CallMode::Streaming) stream_arguments(out);
+}
+
+// Checks the arguments' new bytes and sends them up to the last safe point.
+void AssistantOutputParser::stream_arguments(std::vector<OutputEvent>& out) {
+  const std::string_view arguments = std::string_view(tool_body_).substr(arguments_begin_);
+  while (arguments_checked_ < arguments.size() && !arguments_scanner_.complete() && !arguments_scanner_.failed()) {
+    if (!arguments_scanner_.feed(arguments[arguments_checked_++])) break;
+    if (arguments_scanner_.at_safe_point()) {
+      arguments_safe_ = arguments_checked_;
+      arguments_closing_ = arguments_scanner_.closing_suffix();
+    }
+  }
+  if (arguments_safe_ == arguments_sent_) return;
+  std::string fragment(arguments.substr(arguments_sent_, arguments_safe_ - arguments_sent_));
+  arguments_sent_ = arguments_safe_;
+  ToolCall& call = message_.tool_calls.back();
+  call.arguments += fragment;
+  out.push_back({OutputEvent::Kind::ToolCallArguments, std::move(fragment),
+                 static_cast<int>(message_.tool_calls.size()) - 1, {}, {}});
+}
+
+void AssistantOutputParser::close_tool_call(std::vector<OutputEvent>& out, bool closed) {
+  const bool called = call_mode_ == CallMode::Streaming ? (close_streamed_call(out, closed), true)
+                                                        : close_whole_call(out, closed);
+  tool_body_.clear();
+  call_mode_ = CallMode::Head;
+  arguments_scanner_ = JsonPrefixScanner();
+  arguments_begin_ = arguments_checked_ = arguments_safe_ = arguments_sent_ = 0;
+  arguments_closing_.clear();
+  ws_before_call_.clear();
+  if (called && options_.single_tool_call) state_ = State::Ended;
+}
+
+// A streamed call is whole when its arguments ended and the body around them
+// is a JSON object; `</tool_call>` itself may be missing (generation stopped
+// right after the JSON). Else it broke off: see the header comment.
+void AssistantOutputParser::close_streamed_call(std::vector<OutputEvent>& out, bool closed) {
+  if (arguments_scanner_.complete() && ojson::accept(trim(tool_body_))) return;
+  const int index = static_cast<int>(message_.tool_calls.size()) - 1;
+  if (!arguments_scanner_.complete()) {
+    message_.tool_calls.back().arguments += arguments_closing_;
+    out.push_back({OutputEvent::Kind::ToolCallArguments, arguments_closing_, index, {}, {}});
+  }
+  pending_ws_ = std::move(ws_before_call_);
+  emit_content(out, raw_call(closed));
+}
+
+bool AssistantOutputParser::close_whole_call(std::vector<OutputEvent>& out, bool closed) {
   std::string name;
   std::string arguments;
-  if (!parse_tool_call_body(tool_body_, name, arguments)) {
-    // Malformed: the text stays the answer, so nothing the model wrote is lost.
-    emit_content(out, std::string(kCallOpen) + tool_body_ + std::string(kCallClose));
-    tool_body_.clear();
-    return;
+  if (!closed || !parse_tool_call_body(tool_body_, name, arguments)) {
+    // Malformed or never closed: the text stays the answer, so nothing the model wrote is lost.
+    emit_content(out, raw_call(closed));
+    return false;
   }
-  tool_body_.clear();
   pending_ws_.clear();  // whitespace between calls is no content
   const int index = static_cast<int>(message_.tool_calls.size());
   ToolCall call{options_.call_id_prefix + std::to_string(index), name, arguments};
   message_.tool_calls.push_back(call);
-  OutputEvent start{OutputEvent::Kind::ToolCallStart, "", index, call.id, call.name};
-  out.push_back(std::move(start));
+  out.push_back({OutputEvent::Kind::ToolCallStart, "", index, call.id, call.name});
   out.push_back({OutputEvent::Kind::ToolCallArguments, call.arguments, index, {}, {}});
+  return true;
+}
+
+std::string AssistantOutputParser::raw_call(bool closed) const {
+  return std::string(kCallOpen) + tool_body_ + (closed ? std::string(kCallClose) : std::string());
 }
 
 }  // namespace xft::engine::serve

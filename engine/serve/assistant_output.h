@@ -4,11 +4,24 @@
 // form) into tool_calls, the rest into content. Text that may be the start of
 // a marker is held until the next piece decides it. Pure: fed scripted text
 // in tests, the server's decoded tokens in service.
+//
+// A Hermes call that opens as `{"name": "...", "arguments": {` streams as
+// OpenAI streams one: its start (id, name) as soon as the name is read, then
+// its arguments in fragments as far as they are known to be valid JSON (the
+// model's own text, so the fragments add up to the final arguments string).
+// Should the arguments break off (a syntax error, generation ending inside
+// them), the call's arguments are closed as the valid JSON they began, and the
+// whole <tool_call> text is also given as content: what was streamed cannot be
+// taken back, and nothing the model wrote is lost. Any other call form
+// (Qwen3.5's XML, arguments as a string or before the name) is read when it
+// closes and goes out whole; one that is no call is content.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "engine/serve/json_prefix.h"
 
 namespace xft::engine::serve {
 
@@ -39,6 +52,7 @@ struct AssistantOutputOptions {
   bool starts_in_reasoning = false;  // the prompt ended inside <think> (Qwen3.5, QwQ)
   bool parse_tool_calls = false;     // the request offered tools
   std::string call_id_prefix = "call_";
+  bool single_tool_call = false;  // parallel_tool_calls: false: the answer ends with its first call
 };
 
 class AssistantOutputParser {
@@ -50,13 +64,22 @@ class AssistantOutputParser {
   std::vector<OutputEvent> finish();
   const AssistantMessage& message() const { return message_; }
   bool passthrough() const { return !options_.split_reasoning && !options_.parse_tool_calls; }
+  // single_tool_call and a call was made: whatever the model writes next is dropped.
+  bool ended() const { return state_ == State::Ended; }
 
  private:
-  enum class State { Start, Reasoning, Content, ToolCall };
+  enum class State { Start, Reasoning, Content, ToolCall, Ended };
+  // How the current <tool_call> body is read (see the header comment).
+  enum class CallMode { Head, Streaming, Whole };
   void process(std::vector<OutputEvent>& out, bool at_end);
   void emit_reasoning(std::vector<OutputEvent>& out, std::string_view text);
   void emit_content(std::vector<OutputEvent>& out, std::string_view text);
-  void close_tool_call(std::vector<OutputEvent>& out);
+  void advance_tool_call(std::vector<OutputEvent>& out);
+  void stream_arguments(std::vector<OutputEvent>& out);
+  void close_tool_call(std::vector<OutputEvent>& out, bool closed);
+  void close_streamed_call(std::vector<OutputEvent>& out, bool closed);
+  bool close_whole_call(std::vector<OutputEvent>& out, bool closed);  // false: it was no call
+  std::string raw_call(bool closed) const;  // the <tool_call> text as the model wrote it
 
   AssistantOutputOptions options_;
   State state_;
@@ -65,7 +88,23 @@ class AssistantOutputParser {
   std::string pending_ws_;  // trailing whitespace held back: dropped before </think> and after a tool call
   bool section_started_ = true;  // false: leading whitespace of reasoning, or of the answer after </think>, is dropped
   AssistantMessage message_;
+  // The streamed call: where its arguments begin in tool_body_, how many of
+  // their bytes were checked and sent, and how to close them at the last safe point.
+  CallMode call_mode_ = CallMode::Head;
+  JsonPrefixScanner arguments_scanner_;
+  size_t arguments_begin_ = 0;
+  size_t arguments_checked_ = 0;
+  size_t arguments_safe_ = 0;
+  size_t arguments_sent_ = 0;
+  std::string arguments_closing_;
+  std::string ws_before_call_;  // restored should the call turn out to be content
 };
+
+// Whether a <tool_call> body opens as a streamable Hermes call
+// `{"name": "NAME", "arguments": {` (or "parameters"); Ok sets the name and
+// where the arguments' '{' is.
+enum class CallHead { Ok, NeedMore, NoMatch };
+CallHead match_call_head(std::string_view body, std::string& name, size_t& arguments_begin);
 
 // The arguments of a tool call body, or false when it is not a well-formed call.
 bool parse_tool_call_body(std::string_view body, std::string& name, std::string& arguments);

@@ -32,7 +32,7 @@ ApiError bad(std::string message, std::string param = "", std::string code = "")
 // changes nothing about a greedy or sampled answer here.
 bool neutral_value(const std::string& name, const json& value) {
   if (value.is_null()) return true;
-  if (name == "n" || name == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
+  if (name == "best_of") return value.is_number_integer() && value.get<int64_t>() == 1;
   if (name == "frequency_penalty" || name == "presence_penalty") return value.is_number() && value.get<double>() == 0.0;
   if (name == "echo") return value.is_boolean() && !value.get<bool>();
   if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
@@ -43,7 +43,7 @@ bool neutral_value(const std::string& name, const json& value) {
 }
 
 bool neutral_field(const std::string& key, bool chat) {
-  static const std::set<std::string> both = {"n", "frequency_penalty", "presence_penalty", "logit_bias"};
+  static const std::set<std::string> both = {"frequency_penalty", "presence_penalty", "logit_bias"};
   static const std::set<std::string> chat_only = {"functions", "response_format"};
   static const std::set<std::string> completions_only = {"best_of", "echo", "suffix"};
   return both.count(key) || (chat ? chat_only : completions_only).count(key);
@@ -272,7 +272,13 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
   } else if (key == "tool_choice" && request.chat) {
     return parse_tool_choice(value, request);
   } else if (key == "parallel_tool_calls" && request.chat) {
-    if (!value.is_null() && !value.is_boolean()) return bad("'parallel_tool_calls' must be true or false", key);
+    if (value.is_null()) return {};
+    return set_flag(value, key, request.parallel_tool_calls);
+  } else if (key == "n") {
+    if (value.is_null()) return {};
+    if (!integer_in(value, 1, kMaxChoices))
+      return bad("'n' must be an integer from 1 to " + std::to_string(kMaxChoices) + ", got " + quoted(value), key);
+    request.n = static_cast<int>(value.get<int64_t>());
   } else if (key == "prompt" && !request.chat) {
     return parse_prompt(value, request);
   } else if ((key == "logprobs" || key == "top_logprobs") && request.chat) {
@@ -541,19 +547,9 @@ json completion_logprobs_json(const std::vector<LogprobEntry>& entries, int offs
           {"text_offset", std::move(text_offset)}};
 }
 
-std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
-                            const std::string& finish_reason, const Usage& usage, const json& logprobs) {
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}};
-  if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else choice["text"] = text;
-  json body = header(ids, chat ? "chat.completion" : "text_completion");
-  body["choices"] = json::array({choice});
-  body["usage"] = usage_json(usage);
-  return dump(body);
-}
+namespace {
 
-std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
-                                 const std::string& finish_reason, const Usage& usage, const json& logprobs) {
+json message_json(const AssistantMessage& message) {
   json reply = {{"role", "assistant"}};
   reply["content"] = message.content.empty() && !message.tool_calls.empty() ? json(nullptr) : json(message.content);
   if (!message.reasoning.empty()) reply["reasoning_content"] = message.reasoning;
@@ -563,14 +559,40 @@ std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage&
       calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
     reply["tool_calls"] = std::move(calls);
   }
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}, {"message", reply}};
-  json body = header(ids, "chat.completion");
-  body["choices"] = json::array({choice});
+  return reply;
+}
+
+}  // namespace
+
+std::string choices_body(const ResponseIds& ids, bool chat, const std::vector<ChoiceResult>& choices,
+                         const Usage& usage) {
+  json list = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    json choice = {{"index", i}, {"finish_reason", nullable(c.finish_reason)}, {"logprobs", c.logprobs}};
+    if (chat) choice["message"] = message_json(c.message);
+    else choice["text"] = c.text;
+    list.push_back(std::move(choice));
+  }
+  json body = header(ids, chat ? "chat.completion" : "text_completion");
+  body["choices"] = std::move(list);
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
-std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event, const json& logprobs) {
+std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
+                            const std::string& finish_reason, const Usage& usage, const json& logprobs) {
+  ChoiceResult choice{text, {}, finish_reason, logprobs};
+  choice.message.content = text;
+  return choices_body(ids, chat, {choice}, usage);
+}
+
+std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
+                                 const std::string& finish_reason, const Usage& usage, const json& logprobs) {
+  return choices_body(ids, true, {ChoiceResult{"", message, finish_reason, logprobs}}, usage);
+}
+
+std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event, const json& logprobs, int index) {
   json delta = json::object();
   switch (event.kind) {
     case OutputEvent::Kind::Content: delta["content"] = event.text; break;
@@ -585,15 +607,15 @@ std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& eve
       delta["tool_calls"] = json::array({{{"index", event.index}, {"function", {{"arguments", event.text}}}}});
       break;
   }
-  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", logprobs}, {"delta", delta}};
+  json choice = {{"index", index}, {"finish_reason", nullptr}, {"logprobs", logprobs}, {"delta", delta}};
   json body = header(ids, "chat.completion.chunk");
   body["choices"] = json::array({choice});
   return dump(body);
 }
 
 std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
-                       const std::string& finish_reason, const json& logprobs) {
-  json choice = {{"index", 0}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}};
+                       const std::string& finish_reason, const json& logprobs, int index) {
+  json choice = {{"index", index}, {"finish_reason", nullable(finish_reason)}, {"logprobs", logprobs}};
   if (chat) {
     json delta = json::object();
     if (!role.empty()) delta["role"] = role;

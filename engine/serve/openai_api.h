@@ -38,6 +38,8 @@ struct CompletionRequest {
   nlohmann::ordered_json tools;  // null: none (an empty list too)
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool tool_choice_none = false;  // "none": tools are not offered and no call is parsed
+  bool parallel_tool_calls = true;  // false: the answer ends with its first call
+  int n = 1;  // choices, each its own sample of the same prompt (<= kMaxChoices)
   std::string prompt;                                          // completions
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -56,6 +58,7 @@ struct CompletionRequest {
   int logprobs = -1;
 };
 
+inline constexpr int kMaxChoices = 8;
 inline constexpr int kMaxChatTopLogprobs = 20;
 inline constexpr int kMaxCompletionLogprobs = 5;
 
@@ -113,14 +116,25 @@ struct Usage {
 };
 
 std::string error_body(const ApiError& error);
+// One choice of a whole answer: completions' text, or chat's parsed message.
+struct ChoiceResult {
+  std::string text;
+  AssistantMessage message;
+  std::string finish_reason;
+  nlohmann::json logprobs;  // null when not asked for
+};
+// A whole answer with its choices, indexed in order.
+std::string choices_body(const ResponseIds& ids, bool chat, const std::vector<ChoiceResult>& choices,
+                         const Usage& usage);
 // logprobs: null when not asked for.
 std::string completion_body(const ResponseIds& ids, bool chat, const std::string& text,
                             const std::string& finish_reason, const Usage& usage,
                             const nlohmann::json& logprobs = nullptr);
 // One streamed chunk (the JSON after "data: "). chat: `role` goes in the
 // first chunk's delta; finish_reason empty: null. A usage chunk has no choices.
+// `index`: the choice the chunk belongs to (n > 1 interleaves them).
 std::string chunk_body(const ResponseIds& ids, bool chat, const std::string& text, const std::string& role,
-                       const std::string& finish_reason, const nlohmann::json& logprobs = nullptr);
+                       const std::string& finish_reason, const nlohmann::json& logprobs = nullptr, int index = 0);
 // A chat answer parsed into content, reasoning_content and tool_calls
 // (content null when only tools were called; empty fields left out).
 std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage& message,
@@ -129,7 +143,7 @@ std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage&
 // One parsed delta as a chat chunk: content, reasoning_content, or
 // delta.tool_calls[i] (id, type and name first, then the arguments).
 std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event,
-                                  const nlohmann::json& logprobs = nullptr);
+                                  const nlohmann::json& logprobs = nullptr, int index = 0);
 std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage);
 std::string models_body(const std::string& model, int64_t created);
 

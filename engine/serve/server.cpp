@@ -1,5 +1,6 @@
 #include "engine/serve/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -8,6 +9,7 @@
 #include "engine/serve/api_key.h"
 #include "engine/serve/chat_page.h"
 #include "engine/serve/openai_api.h"
+#include "engine/serve/prefix_cache.h"
 #include "engine/serve/stop_text.h"
 
 namespace xft::engine::serve {
@@ -185,6 +187,36 @@ void Server::detokenize(const HttpRequest& http, HttpResponder& responder) {
   responder.send(200, kJson, detokenize_body(tokenizer_.decode(*ids)));
 }
 
+namespace {
+
+// Choices of one request sample with seeds this far apart, so n > 1 with a
+// seed gives distinct, reproducible answers.
+constexpr uint64_t kChoiceSeedStride = 0x9e3779b97f4a7c15ULL;
+
+// One choice of an answer: its token stream and what turns the tokens into
+// text, the parsed message and logprobs.
+struct Choice {
+  Choice(const Tokenizer& tokenizer, const CompletionRequest& request, const AssistantOutputOptions& parsing)
+      : decoder(tokenizer), stop_text(request.stop), answer(parsing) {}
+  bool stopped() const { return stop_text.stopped() || answer.ended(); }
+
+  std::shared_ptr<RequestStream> stream;  // null: not submitted yet
+  bool more = true;                       // the scheduler may still send tokens
+  StreamDecoder decoder;
+  StopText stop_text;
+  AssistantOutputParser answer;
+  std::string text;  // completions' whole answer
+  // Logprobs of the tokens taken so far: all of them for a whole answer; for
+  // a stream, those not yet sent, which ride on the next chunk written.
+  std::vector<LogprobEntry> logprobs;
+  int logprobs_offset = 0;  // completions' text_offset of the next entry
+  // The tokens up to and including the one that completed a stop string: whatever
+  // the scheduler drew after it, before the cancel reached it, depends on timing.
+  int completion_tokens = 0;
+};
+
+}  // namespace
+
 Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& responder, bool chat) {
   auto parsed = parse_completion_request(http.body, chat);
   if (!parsed) {
@@ -231,37 +263,67 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   gen.sampling.top_p = req.top_p;
   gen.sampling.top_k = req.top_k;
   gen.sampling.repetition_penalty = req.repetition_penalty;
-  gen.sampling.seed = req.seed.value_or(std::random_device{}());
   gen.sampling.logprobs = req.logprobs;
   if (!req.ignore_eos) gen.stop_ids = stop_ids_;
-
-  auto submitted = scheduler_.submit(std::move(gen));
-  if (!submitted) {
-    const SubmitError& e = submitted.error();
-    send_error(responder, ApiError{e.status, e.message, e.status == 429 ? "rate_limit_error" : "invalid_request_error",
-                                   e.status == 400 ? (chat ? "messages" : "prompt") : "", e.code});
-    return {prompt, 0};
+  // The test seam: the model still runs, but the answer's tokens are the script's.
+  const std::vector<int32_t> script = options_.scripted_answer.empty() ? std::vector<int32_t>()
+                                                                        : tokenizer_.encode(options_.scripted_answer);
+  if (!script.empty()) {
+    gen.max_tokens = std::min(gen.max_tokens, static_cast<int>(script.size()));
+    gen.stop_ids.clear();
   }
-  std::shared_ptr<RequestStream> stream = *submitted;
+  const uint64_t seed = req.seed.value_or(std::random_device{}());
 
   const ResponseIds ids{request_id(chat), unix_now(), options_.model_name};
-  StreamDecoder decoder(tokenizer_);
-  StopText stop_text(req.stop);
-  std::string text;
   AssistantOutputOptions parsing;
   parsing.split_reasoning = chat && options_.split_reasoning && chat_format_->thinks();
   parsing.starts_in_reasoning = opens_thinking;
   parsing.parse_tool_calls = chat && !req.tools.is_null() && !req.tool_choice_none;
-  parsing.call_id_prefix = "call_" + ids.id.substr(ids.id.find('-') + 1) + "_";
-  AssistantOutputParser answer(parsing);
-  // Logprobs of the tokens taken so far: all of them for a whole answer; for
-  // a stream, those not yet sent, which ride on the next chunk written.
+  parsing.single_tool_call = !req.parallel_tool_calls;
+  const std::string call_ids = "call_" + ids.id.substr(ids.id.find('-') + 1) + "_";
+  std::vector<std::unique_ptr<Choice>> choices;
+  for (int i = 0; i < req.n; ++i) {
+    parsing.call_id_prefix = call_ids + (req.n > 1 ? std::to_string(i) + "_" : "");
+    choices.push_back(std::make_unique<Choice>(tokenizer_, req, parsing));
+  }
+  auto cancel_all = [&] {
+    for (auto& c : choices)
+      if (c->stream) c->stream->cancel();
+  };
+  bool stream_started = false;
+  auto submit = [&](int i) -> bool {
+    GenerationRequest one = gen;
+    one.sampling.seed = seed + static_cast<uint64_t>(i) * kChoiceSeedStride;
+    auto submitted = scheduler_.submit(std::move(one));
+    if (!submitted) {
+      cancel_all();
+      const SubmitError& e = submitted.error();
+      const ApiError error{e.status, e.message, e.status == 429 ? "rate_limit_error" : "invalid_request_error",
+                           e.status == 400 ? (chat ? "messages" : "prompt") : "", e.code};
+      if (!stream_started) {
+        send_error(responder, error);
+      } else {
+        responder.write(sse(error_body(error)));
+        responder.write("data: [DONE]\n\n");
+        responder.end_stream();
+      }
+      return false;
+    }
+    choices[i]->stream = *submitted;
+    return true;
+  };
+  // The other choices wait for the first one's prompt to be prefilled, so they
+  // copy its KV from the prefix cache instead of computing it again.
+  const bool share_prefill = req.n > 1 && scheduler_.options().prefix_cache && prompt > kPrefixBlockTokens;
+  if (!submit(0)) return {prompt, 0};
+  for (int i = 1; i < req.n && !share_prefill; ++i)
+    if (!submit(i)) return {prompt, 0};
+  bool others_submitted = !share_prefill;
+
   const bool wants_logprobs = req.logprobs >= 0;
-  std::vector<LogprobEntry> logprobs;
-  int logprobs_offset = 0;  // completions' text_offset of the next entry
   auto token_text = [&](int32_t id) { return TokenLogprobText{std::string(tokenizer_.token_bytes(id)), 0.0f}; };
-  auto logprob_entry = [&](const DrawLogprobs& drawn) {
-    LogprobEntry entry{token_text(drawn.chosen.id), {}};
+  auto logprob_entry = [&](const DrawLogprobs& drawn, int32_t shown) {
+    LogprobEntry entry{token_text(shown), {}};
     entry.chosen.logprob = drawn.chosen.logprob;
     for (const TokenLogprob& t : drawn.top) {
       entry.top.push_back(token_text(t.id));
@@ -269,88 +331,115 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
     }
     return entry;
   };
-  auto take_logprobs = [&]() -> nlohmann::json {
+  auto take_logprobs = [&](Choice& c) -> nlohmann::json {
     if (!wants_logprobs) return nullptr;
-    nlohmann::json out = chat ? chat_logprobs_json(logprobs) : completion_logprobs_json(logprobs, logprobs_offset);
-    for (const LogprobEntry& e : logprobs) logprobs_offset += static_cast<int>(e.chosen.token.size());
-    logprobs.clear();
+    nlohmann::json out = chat ? chat_logprobs_json(c.logprobs) : completion_logprobs_json(c.logprobs, c.logprobs_offset);
+    for (const LogprobEntry& e : c.logprobs) c.logprobs_offset += static_cast<int>(e.chosen.token.size());
+    c.logprobs.clear();
     return out;
   };
-  auto send_events = [&](const std::vector<OutputEvent>& events) -> bool {
+  auto send_events = [&](Choice& c, int index, const std::vector<OutputEvent>& events) -> bool {
     if (!req.stream) return true;
     for (const OutputEvent& event : events)
-      if (!responder.write(sse(chat_event_chunk_body(ids, event, take_logprobs())))) return false;
+      if (!responder.write(sse(chat_event_chunk_body(ids, event, take_logprobs(c), index)))) return false;
     return true;
   };
-  // The tokens up to and including the one that completed a stop string: whatever
-  // the scheduler drew after it, before the cancel reached it, depends on timing.
-  int completion_tokens = 0;
-  auto on_text = [&](const std::string& piece) -> bool {  // false: the client is gone
+  auto on_text = [&](Choice& c, int index, const std::string& piece) -> bool {  // false: the client is gone
     if (piece.empty()) return true;
-    if (chat) return send_events(answer.push(piece));
+    if (chat) return send_events(c, index, c.answer.push(piece));
     if (!req.stream) {
-      text += piece;
+      c.text += piece;
       return true;
     }
-    return responder.write(sse(chunk_body(ids, chat, piece, "", "", take_logprobs())));
+    return responder.write(sse(chunk_body(ids, chat, piece, "", "", take_logprobs(c), index)));
   };
 
   if (req.stream) {
     responder.start_stream(200, "text/event-stream");
-    if (chat) responder.write(sse(chunk_body(ids, chat, "", "assistant", "")));
+    stream_started = true;
+    if (chat)
+      for (int i = 0; i < req.n; ++i) responder.write(sse(chunk_body(ids, chat, "", "assistant", "", nullptr, i)));
   }
   std::vector<int32_t> tokens;
   std::vector<DrawLogprobs> drawn_logprobs;
-  bool more = true;
   bool client_left = false;
-  while (more) {
-    tokens.clear();
-    drawn_logprobs.clear();
-    more = stream->next(tokens, std::chrono::milliseconds(250), wants_logprobs ? &drawn_logprobs : nullptr);
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      const int32_t id = tokens[t];
-      if (stop_text.stopped()) break;
-      ++completion_tokens;
-      if (t < drawn_logprobs.size()) logprobs.push_back(logprob_entry(drawn_logprobs[t]));
-      if (req.skip_special_tokens && tokenizer_.is_special(id)) continue;  // counted, not shown
-      if (!on_text(stop_text.push(decoder.push(id)))) client_left = true;
+  auto running = [&] {
+    return std::any_of(choices.begin(), choices.end(), [](const auto& c) { return c->stream && c->more; });
+  };
+  while (running()) {
+    // Every running choice gets its tokens in the same step: wait on one, take the others' at once.
+    auto wait = std::chrono::milliseconds(250);
+    for (int i = 0; i < req.n; ++i) {
+      Choice& c = *choices[i];
+      if (!c.stream || !c.more) continue;
+      tokens.clear();
+      drawn_logprobs.clear();
+      c.more = c.stream->next(tokens, wait, wants_logprobs ? &drawn_logprobs : nullptr);
+      wait = std::chrono::milliseconds(0);
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        if (c.stopped()) break;
+        const int32_t id = script.empty() ? tokens[t] : script[static_cast<size_t>(c.completion_tokens)];
+        ++c.completion_tokens;
+        if (t < drawn_logprobs.size()) c.logprobs.push_back(logprob_entry(drawn_logprobs[t], id));
+        if (req.skip_special_tokens && tokenizer_.is_special(id)) continue;  // counted, not shown
+        if (!on_text(c, i, c.stop_text.push(c.decoder.push(id)))) client_left = true;
+      }
+      if (c.stopped()) c.stream->cancel();  // the rest would be cut anyway
     }
-    if (stop_text.stopped()) stream->cancel();  // the rest would be cut anyway
+    if (!others_submitted && (choices[0]->completion_tokens > 0 || !choices[0]->more)) {
+      others_submitted = true;
+      for (int i = 1; i < req.n; ++i)
+        if (!submit(i)) return {prompt, choices[0]->completion_tokens};
+    }
     // Also while no token comes (queued, or the server stopping): a stream learns it only here.
     if (responder.client_gone()) client_left = true;
     if (client_left) {
-      stream->cancel();
-      return {prompt, completion_tokens};  // nobody to answer; the connection closes
+      cancel_all();
+      int taken = 0;
+      for (const auto& c : choices) taken += c->completion_tokens;
+      return {prompt, taken};  // nobody to answer; the connection closes
     }
   }
-  if (!stop_text.stopped()) {
-    if (!on_text(stop_text.push(decoder.flush())) || !on_text(stop_text.flush())) return {prompt, completion_tokens};
-  }
-  if (chat && !send_events(answer.finish())) return {prompt, completion_tokens};
-  const std::string reason = stream->finish_reason();
-  if (reason == "error" || (reason == "cancelled" && !stop_text.stopped())) {
-    ApiError error{reason == "error" ? 500 : 503, stream->error().empty() ? "generation was cancelled" : stream->error(),
-                   "server_error", "", ""};
-    if (!req.stream) {
-      send_error(responder, error);
+  int completion_tokens = 0;
+  for (const auto& c : choices) completion_tokens += c->completion_tokens;
+  std::vector<ChoiceResult> results;
+  for (int i = 0; i < req.n; ++i) {
+    Choice& c = *choices[i];
+    if (!c.stopped()) {
+      if (!on_text(c, i, c.stop_text.push(c.decoder.flush())) || !on_text(c, i, c.stop_text.flush()))
+        return {prompt, completion_tokens};
+    }
+    if (chat && !send_events(c, i, c.answer.finish())) return {prompt, completion_tokens};
+    const std::string reason = c.stream->finish_reason();
+    if (reason == "error" || (reason == "cancelled" && !c.stopped())) {
+      cancel_all();
+      ApiError error{reason == "error" ? 500 : 503, c.stream->error().empty() ? "generation was cancelled" : c.stream->error(),
+                     "server_error", "", ""};
+      if (!req.stream) {
+        send_error(responder, error);
+      } else {
+        responder.write(sse(error_body(error)));
+        responder.write("data: [DONE]\n\n");
+        responder.end_stream();
+      }
+      return {prompt, completion_tokens};
+    }
+    // A script that ran out is the model's end of answer.
+    const bool script_done = !script.empty() && c.completion_tokens == static_cast<int>(script.size());
+    std::string finish = c.stopped() || script_done ? "stop" : openai_finish(reason);
+    if (chat && finish == "stop" && !c.answer.message().tool_calls.empty()) finish = "tool_calls";
+    if (req.stream) {
+      // Tokens that produced no text of their own (a held-back stop prefix, a skipped control token) end here.
+      nlohmann::json rest = c.logprobs.empty() ? nlohmann::json(nullptr) : take_logprobs(c);
+      responder.write(sse(chunk_body(ids, chat, "", "", finish, rest, i)));
     } else {
-      responder.write(sse(error_body(error)));
-      responder.write("data: [DONE]\n\n");
-      responder.end_stream();
+      results.push_back(ChoiceResult{c.text, c.answer.message(), finish, take_logprobs(c)});
     }
-    return {prompt, completion_tokens};
   }
-  std::string finish = stop_text.stopped() ? "stop" : openai_finish(reason);
-  if (chat && finish == "stop" && !answer.message().tool_calls.empty()) finish = "tool_calls";
-  const Usage usage{stream->prompt_tokens(), completion_tokens};
+  const Usage usage{choices[0]->stream->prompt_tokens(), completion_tokens};
   if (!req.stream) {
-    const nlohmann::json all_logprobs = take_logprobs();
-    responder.send(200, kJson, chat ? chat_completion_body(ids, answer.message(), finish, usage, all_logprobs)
-                                    : completion_body(ids, chat, text, finish, usage, all_logprobs));
+    responder.send(200, kJson, choices_body(ids, chat, results, usage));
   } else {
-    // Tokens that produced no text of their own (a held-back stop prefix, a skipped control token) end here.
-    nlohmann::json rest = logprobs.empty() ? nlohmann::json(nullptr) : take_logprobs();
-    responder.write(sse(chunk_body(ids, chat, "", "", finish, rest)));
     if (req.include_usage) responder.write(sse(usage_chunk_body(ids, chat, usage)));
     responder.write("data: [DONE]\n\n");
     responder.end_stream();

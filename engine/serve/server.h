@@ -38,6 +38,10 @@ struct ServerOptions {
   std::function<void(const AccessRecord&)> access_log;  // empty: none
   std::shared_ptr<const chat_template::ChatFormat> chat_format;  // null: the built-in ChatML template
   bool split_reasoning = true;  // --reasoning-format none: <think> text stays in content
+  // Tests only (the hidden --scripted-answer): every answer is this text's
+  // tokens, in place of those the model draws (which still run, so batching,
+  // streaming and usage are real; logprobs are the drawn tokens'). Empty: none.
+  std::string scripted_answer;
 };
 
 struct ChatPrompt {

@@ -192,7 +192,7 @@ assert bad("/v1/chat/completions", chat("x", temprature=1), param="temprature") 
 assert bad("/v1/chat/completions", chat("x", max_tokens=-3), param="max_tokens") == "'max_tokens' must be a positive integer, got -3"
 bad("/v1/completions", {"prompt": "word " * 400, "max_tokens": 1}, code="context_length_exceeded")
 bad("/v1/completions", {"prompt": "hi", "max_tokens": 1000}, param="max_tokens", code="context_length_exceeded")
-bad("/v1/chat/completions", chat("x", n=2), param="n")
+bad("/v1/chat/completions", chat("x", n=9), param="n")
 status, _, text = request("GET", "/v1/nothing")
 assert status == 404 and json.loads(text)["error"]["code"] == "not_found"
 status, r = post("/v1/chat/completions", chat("Hello", **raw_text))

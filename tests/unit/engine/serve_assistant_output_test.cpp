@@ -57,6 +57,8 @@ void expect_same_for_every_split(const AssistantOutputOptions& options, const st
       for (size_t i = 0; i < split.calls.size(); ++i) {
         EXPECT_EQ(split.calls[i].name, whole.calls[i].name);
         EXPECT_EQ(split.calls[i].arguments, whole.calls[i].arguments);
+        // The streamed fragments add up to exactly the message's arguments.
+        EXPECT_EQ(split.calls[i].arguments, split.message.tool_calls[i].arguments);
       }
     }
   }
@@ -119,7 +121,8 @@ TEST(ServeAssistantOutput, SeveralHermesCallsBecomeToolCalls) {
   const Collected c = run(thinking_with_tools(), {text});
   ASSERT_EQ(c.message.tool_calls.size(), 2u);
   EXPECT_EQ(c.message.tool_calls[0].name, "get_weather");
-  EXPECT_EQ(c.message.tool_calls[0].arguments, R"({"city":"München","days":3})");
+  // The model's own text: what the streamed fragments added up to.
+  EXPECT_EQ(c.message.tool_calls[0].arguments, R"({"city": "München", "days": 3})");
   EXPECT_EQ(c.message.tool_calls[0].id, "call_0");
   EXPECT_EQ(c.message.tool_calls[1].name, "get_time");
   EXPECT_EQ(c.message.tool_calls[1].arguments, "{}");
@@ -144,14 +147,106 @@ TEST(ServeAssistantOutput, QwenXmlCallsBecomeToolCalls) {
 }
 
 TEST(ServeAssistantOutput, MalformedCallsStayContent) {
-  const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call> and <tool_call>{\"arguments\": {}}</tool_call>";
+  const std::string text = "<tool_call>\n[\"f\"]\n</tool_call> and <tool_call>{\"arguments\": {}}</tool_call> <tool_call>{\"name\": \"f\"";
   const Collected c = run(thinking_with_tools(), {text});
   EXPECT_TRUE(c.message.tool_calls.empty());
   EXPECT_EQ(c.message.content, text);
   expect_same_for_every_split(thinking_with_tools(), text);
+}
+
+// Streamed arguments cannot be taken back: a call that broke off keeps the
+// valid JSON its arguments began (closed), and its whole text is content too.
+TEST(ServeAssistantOutput, ACallThatBreaksOffIsClosedAndAlsoGivenAsContent) {
+  const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, \"x\\\"y\"], \"b\": }\n</tool_call> ok";
+  const Collected c = run(thinking_with_tools(), {text});
+  ASSERT_EQ(c.message.tool_calls.size(), 1u);
+  EXPECT_EQ(c.message.tool_calls[0].name, "f");
+  EXPECT_EQ(c.message.tool_calls[0].arguments, R"({"a": [1, "x\"y"]})");
+  EXPECT_EQ(c.message.content, text);
+  expect_same_for_every_split(thinking_with_tools(), text);
+  // Generation ended inside a string value.
+  const Collected cut = run(thinking_with_tools(), {"Sure: <tool_call>\n{\"name\": \"rm\", \"arguments\": {\"path\": \"/tmp/x"});
+  ASSERT_EQ(cut.message.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.message.tool_calls[0].arguments, R"({"path": "/tmp/x"})");
+  EXPECT_EQ(cut.calls[0].arguments, cut.message.tool_calls[0].arguments);
+  EXPECT_EQ(cut.message.content, "Sure: <tool_call>\n{\"name\": \"rm\", \"arguments\": {\"path\": \"/tmp/x");
+  // Generation ended right after the JSON, before </tool_call>: the call is whole.
   const Collected unclosed = run(thinking_with_tools(), {"Sure: <tool_call>\n{\"name\": \"f\"", ", \"arguments\": {}}"});
-  EXPECT_TRUE(unclosed.message.tool_calls.empty());
-  EXPECT_EQ(unclosed.message.content, "Sure: <tool_call>\n{\"name\": \"f\", \"arguments\": {}}");
+  ASSERT_EQ(unclosed.message.tool_calls.size(), 1u);
+  EXPECT_EQ(unclosed.message.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(unclosed.message.content, "Sure:");
+}
+
+// OpenAI's stream: the call's id and name as soon as the name is read, then
+// the arguments in fragments as the text arrives, never past what is valid.
+TEST(ServeAssistantOutput, ArgumentsStreamAsTheyArrive) {
+  AssistantOutputParser parser(thinking_with_tools());
+  auto texts = [](const std::vector<OutputEvent>& events) {
+    std::vector<std::string> out;
+    for (const OutputEvent& e : events) {
+      if (e.kind == OutputEvent::Kind::ToolCallStart) out.push_back("start " + e.id + " " + e.name);
+      if (e.kind == OutputEvent::Kind::ToolCallArguments) out.push_back("args " + e.text);
+      if (e.kind == OutputEvent::Kind::Content) out.push_back("content " + e.text);
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(texts(parser.push("Hi <tool_call>\n{\"name\": \"get_")), V{"content Hi"});
+  EXPECT_EQ(texts(parser.push("weather\", \"arguments\"")), V{});
+  EXPECT_EQ(texts(parser.push(": {\"city\"")), (V{"start call_0 get_weather", "args {"}));
+  EXPECT_EQ(texts(parser.push(": \"Par")), V{"args \"city\": \"Par"});
+  EXPECT_EQ(texts(parser.push("is\", \"days\": 1")), V{"args is\", \"days\": 1"});
+  EXPECT_EQ(texts(parser.push(".")), V{});  // "1." is no number yet
+  EXPECT_EQ(texts(parser.push("5, \"u\": tr")), V{"args .5"});
+  EXPECT_EQ(texts(parser.push("ue}}\n</tool")), V{"args , \"u\": true}"});
+  EXPECT_EQ(texts(parser.push("_call>")), V{});
+  EXPECT_EQ(texts(parser.finish()), V{});
+  ASSERT_EQ(parser.message().tool_calls.size(), 1u);
+  EXPECT_EQ(parser.message().tool_calls[0].arguments, R"({"city": "Paris", "days": 1.5, "u": true})");
+}
+
+TEST(ServeAssistantOutput, SingleToolCallEndsTheAnswerAtTheFirstCall) {
+  AssistantOutputOptions o = thinking_with_tools();
+  o.single_tool_call = true;
+  const std::string text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+  AssistantOutputParser parser(o);
+  parser.push(text.substr(0, 40));
+  EXPECT_FALSE(parser.ended());
+  parser.push(text.substr(40));
+  EXPECT_TRUE(parser.ended());
+  parser.finish();
+  ASSERT_EQ(parser.message().tool_calls.size(), 1u);
+  EXPECT_EQ(parser.message().tool_calls[0].name, "a");
+  EXPECT_EQ(parser.message().content, "");
+  expect_same_for_every_split(o, text);
+  // A malformed call is no call: the next one still counts.
+  const Collected c = run(o, {"<tool_call>[]</tool_call><tool_call>{\"name\": \"b\"}</tool_call> tail"});
+  ASSERT_EQ(c.message.tool_calls.size(), 1u);
+  EXPECT_EQ(c.message.tool_calls[0].name, "b");
+  EXPECT_EQ(c.message.content, "<tool_call>[]</tool_call>");
+}
+
+// A head that never opens its arguments is not matched again forever: past
+// 1 KiB the call is read whole when it closes.
+TEST(ServeAssistantOutput, ALongHeadIsReadWhole) {
+  const std::string name(3000, 'f');
+  const Collected c = run(thinking_with_tools(), {"<tool_call>{\"name\": \"", name, "\"}</tool_call>"});
+  ASSERT_EQ(c.message.tool_calls.size(), 1u);
+  EXPECT_EQ(c.message.tool_calls[0].name, name);
+  EXPECT_EQ(c.calls[0].arguments, "{}");
+}
+
+TEST(ServeAssistantOutput, CallHeadIsMatchedAsItArrives) {
+  std::string name;
+  size_t at = 0;
+  EXPECT_EQ(match_call_head(" {\"name\": \"f\\u00e9\" ,\n \"parameters\" : {\"a\"", name, at), CallHead::Ok);
+  EXPECT_EQ(name, "f\u00e9");
+  EXPECT_EQ(at, 38u);
+  EXPECT_EQ(match_call_head(" {\"name\": \"f\\\"", name, at), CallHead::NeedMore);
+  EXPECT_EQ(match_call_head("{\"name\": \"f\", \"arguments\": \"{", name, at), CallHead::NoMatch);
+  EXPECT_EQ(match_call_head("{\"arguments\": {", name, at), CallHead::NoMatch);
+  EXPECT_EQ(match_call_head("{\"name\": \"\", ", name, at), CallHead::NoMatch);
+  EXPECT_EQ(match_call_head("<function=f>", name, at), CallHead::NoMatch);
 }
 
 TEST(ServeAssistantOutput, TextAroundCallsAndMarkerLookalikes) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -575,6 +576,7 @@ class ServeOpenAiServer : public ::testing::Test {
       std::lock_guard lock(mutex_);
       log_.push_back(record);
     };
+    configure(options);
     server_ = std::make_unique<Server>(*scheduler_, *tokenizer_, std::vector<int32_t>{}, options);
     loop_ = std::thread([this] { EXPECT_TRUE(scheduler_->run(stop_).ok()); });
     HttpOptions http;
@@ -605,6 +607,7 @@ class ServeOpenAiServer : public ::testing::Test {
     std::lock_guard lock(mutex_);
     return log_;
   }
+  virtual void configure(ServerOptions&) {}
 
   const Tokenizer* tokenizer_ = nullptr;
   serve::testing::TinyModel tiny_;
@@ -827,6 +830,195 @@ TEST_F(ServeOpenAiServer, EachRequestIsLoggedOnceWithItsTokens) {
   EXPECT_EQ(access_line(AccessRecord{records[1].method, records[1].path, records[1].status, 0, 0, 0}),
             "GET /nope 404 prompt=0 completion=0 0ms");
   EXPECT_EQ(access_line(records[2]), "POST /v1/completions 413 prompt=0 completion=0 0ms");
+}
+
+// ---- several choices, scripted answers ------------------------------------------
+
+// A streamed chat answer put together as the openai SDKs do: per choice index,
+// content appended, tool calls by their index (id, type and name from the
+// first delta, arguments appended), the finish reason; and the usage chunk.
+struct Assembled {
+  std::map<int, json> messages;  // index: {content, tool_calls}
+  std::map<int, std::string> finish;
+  json usage;
+  int chunks = 0;
+  int argument_deltas = 0;
+};
+
+Assembled assemble(const std::string& response) {
+  Assembled a;
+  const std::string body = body_of(response);
+  static const std::regex event("data: (\\{[^\\n]*\\})\\n");
+  for (std::sregex_iterator it(body.begin(), body.end(), event), end; it != end; ++it) {
+    const json chunk = json::parse((*it)[1].str());
+    ++a.chunks;
+    if (chunk.contains("usage")) a.usage = chunk["usage"];
+    for (const json& choice : chunk["choices"]) {
+      const int index = choice["index"];
+      json& m = a.messages[index];
+      if (!m.contains("content")) m = {{"content", ""}, {"tool_calls", json::array()}};
+      if (!choice["finish_reason"].is_null()) a.finish[index] = choice["finish_reason"];
+      const json& delta = choice.contains("delta") ? choice["delta"] : json::object();
+      if (delta.contains("content")) m["content"] = m["content"].get<std::string>() + delta["content"].get<std::string>();
+      if (choice.contains("text")) m["content"] = m["content"].get<std::string>() + choice["text"].get<std::string>();
+      for (const json& call : delta.value("tool_calls", json::array())) {
+        const size_t i = call["index"];
+        if (i == m["tool_calls"].size()) {
+          EXPECT_TRUE(call.contains("id") && call.contains("type") && call["function"].contains("name")) << call;
+          m["tool_calls"].push_back({{"id", call["id"]}, {"type", call["type"]},
+                                     {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}});
+        }
+        EXPECT_LT(i, m["tool_calls"].size());
+        if (i >= m["tool_calls"].size()) continue;
+        const std::string more = call["function"].value("arguments", "");
+        if (!more.empty()) ++a.argument_deltas;
+        json& args = m["tool_calls"][i]["function"]["arguments"];
+        args = args.get<std::string>() + more;
+      }
+    }
+  }
+  return a;
+}
+
+const char* kTwoCalls =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n"
+    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>";
+
+class ServeScriptedServer : public ServeOpenAiServer {
+ protected:
+  void configure(ServerOptions& options) override {
+    options.scripted_answer = kTwoCalls;
+    options.default_max_tokens = 100;
+  }
+  json chat_with_tools() const {
+    return {{"messages", json::array({{{"role", "user"}, {"content", "Weather and time?"}}})},
+            {"tools", json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+                                   {{"type", "function"}, {"function", {{"name", "get_time"}}}}})}};
+  }
+};
+
+TEST_F(ServeScriptedServer, ToolCallsStreamAsOpenAiStreamsThemAndMatchTheWholeAnswer) {
+  const json whole = post_json("/v1/chat/completions", chat_with_tools());
+  const json& message = whole["choices"][0]["message"];
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(message["content"].is_null());
+  ASSERT_EQ(message["tool_calls"].size(), 2u) << whole;
+  EXPECT_EQ(message["tool_calls"][0]["function"], (json{{"name", "get_weather"}, {"arguments", R"({"city": "Paris", "days": 2})"}}));
+  EXPECT_EQ(message["tool_calls"][1]["function"], (json{{"name", "get_time"}, {"arguments", R"({"zone": "CET"})"}}));
+  EXPECT_EQ(whole["usage"]["completion_tokens"], static_cast<int>(tokenizer_->encode(kTwoCalls).size()));
+
+  json body = chat_with_tools();
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  const Assembled streamed = assemble(request("POST", "/v1/chat/completions", body.dump()));
+  ASSERT_EQ(streamed.messages.size(), 1u);
+  EXPECT_EQ(streamed.messages.at(0)["content"], "");
+  const json& calls = streamed.messages.at(0)["tool_calls"];
+  ASSERT_EQ(calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(calls[i]["function"], message["tool_calls"][i]["function"]);
+    EXPECT_EQ(calls[i]["type"], "function");
+    EXPECT_EQ(calls[i]["id"].get<std::string>().rfind("call_", 0), 0u);
+  }
+  EXPECT_GE(streamed.argument_deltas, 2);
+  EXPECT_EQ(streamed.finish.at(0), "tool_calls");
+  EXPECT_EQ(streamed.usage, whole["usage"]);
+}
+
+TEST_F(ServeScriptedServer, ParallelToolCallsFalseEndsTheAnswerAtTheFirstCall) {
+  json body = chat_with_tools();
+  body["parallel_tool_calls"] = false;
+  const json whole = post_json("/v1/chat/completions", body);
+  const json& message = whole["choices"][0]["message"];
+  ASSERT_EQ(message["tool_calls"].size(), 1u) << whole;
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  body["stream"] = true;
+  const Assembled streamed = assemble(request("POST", "/v1/chat/completions", body.dump()));
+  ASSERT_EQ(streamed.messages.at(0)["tool_calls"].size(), 1u);
+  EXPECT_EQ(streamed.finish.at(0), "tool_calls");
+}
+
+TEST_F(ServeScriptedServer, WithoutToolsTheCallsAreText) {
+  const json whole = post_json("/v1/chat/completions", {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}});
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], kTwoCalls);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+}
+
+class ServeMalformedCallServer : public ServeOpenAiServer {
+ protected:
+  void configure(ServerOptions& options) override { options.scripted_answer = "<tool_call>\n[\"get_weather\"]\n</tool_call>"; }
+};
+
+TEST_F(ServeMalformedCallServer, AMalformedCallIsContentNeverAnError) {
+  const json body = {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})},
+                     {"tools", json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}}}}})}};
+  const json whole = post_json("/v1/chat/completions", body);
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "<tool_call>\n[\"get_weather\"]\n</tool_call>");
+  EXPECT_FALSE(whole["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+}
+
+// n choices: each its own sample (choice i draws with seed + i * stride), in
+// index order; a stream interleaves them; usage counts every choice's tokens.
+// (This qwen2 test model answers newlines whatever the seed: that the samples
+// differ is checked on the Qwen1 one in integration/openai_node_sdk.sh.)
+TEST_F(ServeOpenAiServer, NChoicesAreDistinctReproducibleSamples) {
+  const json messages = json::array({{{"role", "user"}, {"content", "Hello"}}});
+  const json body = {{"messages", messages}, {"n", 3}, {"max_tokens", 6}, {"temperature", 2.0}, {"seed", 11},
+                     {"ignore_eos", true}};
+  const json whole = post_json("/v1/chat/completions", body);
+  ASSERT_EQ(whole["choices"].size(), 3u) << whole;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(whole["choices"][i]["index"], i);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 18);
+  EXPECT_EQ(post_json("/v1/chat/completions", body)["choices"], whole["choices"]);
+  // Choice 1 is the single answer of seed 11 + the stride.
+  json second = body;
+  second["n"] = 1;
+  second["seed"] = uint64_t{11} + 0x9e3779b97f4a7c15ULL;
+  EXPECT_EQ(post_json("/v1/chat/completions", second)["choices"][0]["message"], whole["choices"][1]["message"]);
+
+  json stream = body;
+  stream["stream"] = true;
+  stream["stream_options"] = {{"include_usage", true}};
+  const Assembled streamed = assemble(request("POST", "/v1/chat/completions", stream.dump()));
+  ASSERT_EQ(streamed.messages.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(streamed.messages.at(i)["content"], whole["choices"][i]["message"]["content"]);
+    EXPECT_EQ(streamed.finish.at(i), "length");
+  }
+  EXPECT_EQ(streamed.usage, whole["usage"]);
+
+  const json text = post_json("/v1/completions", {{"prompt", "Hello"}, {"n", 2}, {"max_tokens", 3}, {"seed", 2},
+                                                  {"ignore_eos", true}, {"logprobs", 1}});
+  ASSERT_EQ(text["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(text["choices"][i]["index"], i);
+    EXPECT_EQ(text["choices"][i]["logprobs"]["tokens"].size(), 3u);
+  }
+  EXPECT_EQ(text["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(status_line(request("POST", "/v1/completions", R"({"prompt":"a","n":9})")), "HTTP/1.1 400 Bad Request");
+}
+
+// A prompt longer than a cache block: the other choices copy the first one's
+// prefilled prompt from the prefix cache, and answer as they would alone.
+TEST_F(ServeOpenAiServer, NChoicesShareTheirPromptsPrefill) {
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "word" + std::to_string(i) + " ";
+  const uint64_t hits_before = scheduler_->take_counters().prefix_cache.hit_tokens;
+  const json body = {{"prompt", prompt}, {"n", 4}, {"max_tokens", 4}, {"seed", 5}, {"ignore_eos", true}};
+  const json whole = post_json("/v1/completions", body);
+  ASSERT_EQ(whole["choices"].size(), 4u) << whole;
+  const int prompt_tokens = whole["usage"]["prompt_tokens"];
+  ASSERT_GT(prompt_tokens, 32);
+  const uint64_t reused = scheduler_->take_counters().prefix_cache.hit_tokens - hits_before;
+  EXPECT_EQ(reused, 3u * ((prompt_tokens - 1) / 16 * 16));
+  for (int i = 0; i < 4; ++i) {
+    json alone = body;
+    alone["n"] = 1;
+    alone["seed"] = uint64_t{5} + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL;
+    EXPECT_EQ(post_json("/v1/completions", alone)["choices"][0]["text"], whole["choices"][i]["text"]) << i;
+  }
 }
 
 // ---- the policy as functions -------------------------------------------------------

@@ -63,7 +63,7 @@ TEST(ServeOpenAiApi, BadRequestsNameTheFieldInOpenAisErrorShape) {
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1.5})").param, "max_tokens");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"temperature":3})").param, "temperature");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"top_p":0})").param, "top_p");
-  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"n":2})").code, "unsupported_parameter");
+  EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a"}],"n":9})").param, "n");
   EXPECT_EQ(rejected(R"({"messages":[]})").param, "messages");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"robot","content":"a"}]})").param, "messages[0].role");
   EXPECT_EQ(rejected(R"({"messages":[{"role":"user","content":"a","x":1}]})").param, "messages[0].x");
@@ -144,7 +144,9 @@ TEST(ServeOpenAiApi, OtherValuesOfThoseFieldsAre400sNamingTheField) {
   EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");  // without logprobs: true
   EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").param, "tool_choice");
   EXPECT_EQ(rejected(user + R"("parallel_tool_calls":"yes"})").param, "parallel_tool_calls");
-  EXPECT_EQ(rejected(user + R"("n":2})").message, "'n' is not supported by this server (only its default value), got 2");
+  EXPECT_EQ(rejected(user + R"("n":9})").message, "'n' must be an integer from 1 to 8, got 9");
+  EXPECT_EQ(rejected(user + R"("n":0})").param, "n");
+  EXPECT_EQ(rejected(R"({"prompt":"a","n":1.5})", false).message, "'n' must be an integer from 1 to 8, got 1.5");
   // Chat-only fields are unknown to /v1/completions.
   EXPECT_EQ(rejected(R"({"prompt":"a","tools":[]})", false).message, "unknown field 'tools'");
   EXPECT_EQ(error_body(schema), R"({"error":{"code":"unsupported_parameter","message":"'response_format' is not supported by this server (only its default value), got {\"json_schema\":{\"name\":\"answer\",\"strict\":true},\"type\":\"js...","param":"response_format","type":"invalid_request_error"}})");
@@ -285,6 +287,29 @@ TEST(ServeOpenAiApi, LogprobsHaveOpenAisShapes) {
   const ResponseIds ids{"cmpl-1", 7, "m"};
   EXPECT_EQ(completion_body(ids, false, "Hi!", "length", Usage{1, 2}, completion_logprobs_json(entries, 0)),
             R"({"choices":[{"finish_reason":"length","index":0,"logprobs":{"text_offset":[0,2],"token_logprobs":[-0.25,-0.5],"tokens":["Hi","!"],"top_logprobs":[{"Hi":-0.25,"Yo":-2.0},{"!":-0.5,".":-1.0}]},"text":"Hi!"}],"created":7,"id":"cmpl-1","model":"m","object":"text_completion","usage":{"completion_tokens":2,"prompt_tokens":1,"total_tokens":3}})");
+}
+
+TEST(ServeOpenAiApi, ChoicesAndParallelToolCallsAreParsed) {
+  auto chat = parse_completion_request(R"({"messages":[{"role":"user","content":"a"}],"n":8,"parallel_tool_calls":false})", true);
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->n, 8);
+  EXPECT_FALSE(chat->parallel_tool_calls);
+  auto text = parse_completion_request(R"({"prompt":"a","n":null})", false);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->n, 1);
+  EXPECT_TRUE(text->parallel_tool_calls);
+}
+
+TEST(ServeOpenAiApi, SeveralChoicesAreIndexedInOrder) {
+  const ResponseIds ids{"cmpl-1", 7, "m"};
+  ChoiceResult a{"x", {}, "stop", nullptr};
+  ChoiceResult b{"y", {}, "length", nullptr};
+  EXPECT_EQ(choices_body(ids, false, {a, b}, Usage{2, 5}),
+            R"({"choices":[{"finish_reason":"stop","index":0,"logprobs":null,"text":"x"},)"
+            R"({"finish_reason":"length","index":1,"logprobs":null,"text":"y"}],"created":7,"id":"cmpl-1","model":"m",)"
+            R"("object":"text_completion","usage":{"completion_tokens":5,"prompt_tokens":2,"total_tokens":7}})");
+  EXPECT_EQ(chunk_body(ids, true, "hi", "", "", nullptr, 3),
+            R"({"choices":[{"delta":{"content":"hi"},"finish_reason":null,"index":3,"logprobs":null}],"created":7,"id":"cmpl-1","model":"m","object":"chat.completion.chunk"})");
 }
 
 }  // namespace
