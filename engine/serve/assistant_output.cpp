@@ -14,6 +14,10 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
+constexpr std::string_view kFunctionOpen = "<function=";
+constexpr std::string_view kFunctionClose = "</function>";
+constexpr std::string_view kParameterOpen = "<parameter=";
+constexpr std::string_view kParameterClose = "</parameter>";
 // A call's head is matched again as each piece arrives: past this many bytes
 // without its arguments opening, it is read whole when it closes.
 constexpr size_t kMaxCallHeadBytes = 1024;
@@ -98,6 +102,39 @@ CallHead expect_char(std::string_view body, size_t& at, char c) {
   if (body[at] != c) return CallHead::NoMatch;
   ++at;
   return CallHead::Ok;
+}
+
+// Qwen3.5's `<function=NAME>`: the name, and where the text after '>' starts.
+CallHead match_xml_head(std::string_view body, std::string& name, size_t& after) {
+  size_t at = 0;
+  while (at < body.size() && is_ws(body[at])) ++at;
+  const std::string_view rest = body.substr(at);
+  if (rest.size() < kFunctionOpen.size())
+    return kFunctionOpen.substr(0, rest.size()) == rest ? CallHead::NeedMore : CallHead::NoMatch;
+  if (rest.substr(0, kFunctionOpen.size()) != kFunctionOpen) return CallHead::NoMatch;
+  const size_t end = rest.find('>');
+  if (end == std::string_view::npos) return CallHead::NeedMore;
+  name = std::string(trim(rest.substr(kFunctionOpen.size(), end - kFunctionOpen.size())));
+  if (name.empty()) return CallHead::NoMatch;
+  after = at + end + 1;
+  return CallHead::Ok;
+}
+
+// One `<parameter=KEY>\nVALUE\n</parameter>` at the start of `rest` as JSON
+// `"KEY":VALUE` (a value that is valid JSON is read as JSON, else as text);
+// the bytes it took, 0 while it has not closed, npos when it is no parameter.
+size_t read_xml_parameter(std::string_view rest, std::string& member) {
+  const size_t value_end = rest.find(kParameterClose);
+  if (value_end == std::string_view::npos) return 0;
+  const size_t key_end = rest.find('>');
+  if (key_end == std::string_view::npos || value_end < key_end) return std::string_view::npos;
+  const std::string key(trim(rest.substr(kParameterOpen.size(), key_end - kParameterOpen.size())));
+  std::string_view value = rest.substr(key_end + 1, value_end - key_end - 1);
+  if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
+  if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+  ojson parsed = ojson::parse(value, nullptr, false);
+  member = dump(ojson(key)) + ":" + dump(parsed.is_discarded() || parsed.is_string() ? ojson(std::string(value)) : parsed);
+  return value_end + kParameterClose.size();
 }
 
 }  // namespace
@@ -292,20 +329,38 @@ void AssistantOutputParser::emit_content(std::vector<OutputEvent>& out, std::str
 void AssistantOutputParser::advance_tool_call(std::vector<OutputEvent>& out) {
   if (call_mode_ == CallMode::Head) {
     std::string name;
-    const CallHead head = match_call_head(tool_body_, name, arguments_begin_);
-    if (head == CallHead::NeedMore && tool_body_.size() <= kMaxCallHeadBytes) return;
-    if (head != CallHead::Ok) {
+    const CallHead xml = match_xml_head(tool_body_, name, xml_at_);
+    const CallHead json = xml == CallHead::Ok ? CallHead::NoMatch : match_call_head(tool_body_, name, arguments_begin_);
+    const bool undecided = xml == CallHead::NeedMore || json == CallHead::NeedMore;
+    if (xml == CallHead::Ok) {
+      call_mode_ = CallMode::XmlStreaming;
+    } else if (json == CallHead::Ok) {
+      call_mode_ = CallMode::Streaming;
+    } else if (undecided && tool_body_.size() <= kMaxCallHeadBytes) {
+      return;
+    } else {
       call_mode_ = CallMode::Whole;
       return;
     }
-    call_mode_ = CallMode::Streaming;
-    ws_before_call_ = std::move(pending_ws_);
-    pending_ws_.clear();  // whitespace between calls is no content
-    const int index = static_cast<int>(message_.tool_calls.size());
-    message_.tool_calls.push_back({options_.call_id_prefix + std::to_string(index), name, ""});
-    out.push_back({OutputEvent::Kind::ToolCallStart, "", index, message_.tool_calls.back().id, name});
+    start_streamed_call(out, name);
   }
   if (call_mode_ == CallMode::Streaming) stream_arguments(out);
+  if (call_mode_ == CallMode::XmlStreaming) stream_xml_parameters(out);
+}
+
+void AssistantOutputParser::start_streamed_call(std::vector<OutputEvent>& out, const std::string& name) {
+  ws_before_call_ = std::move(pending_ws_);
+  pending_ws_.clear();  // whitespace between calls is no content
+  const int index = static_cast<int>(message_.tool_calls.size());
+  message_.tool_calls.push_back({options_.call_id_prefix + std::to_string(index), name, ""});
+  out.push_back({OutputEvent::Kind::ToolCallStart, "", index, message_.tool_calls.back().id, name});
+}
+
+void AssistantOutputParser::send_arguments(std::vector<OutputEvent>& out, std::string fragment) {
+  if (fragment.empty()) return;
+  message_.tool_calls.back().arguments += fragment;
+  out.push_back({OutputEvent::Kind::ToolCallArguments, std::move(fragment),
+                 static_cast<int>(message_.tool_calls.size()) - 1, {}, {}});
 }
 
 // Checks the arguments' new bytes and sends them up to the last safe point.
@@ -321,33 +376,64 @@ void AssistantOutputParser::stream_arguments(std::vector<OutputEvent>& out) {
   if (arguments_safe_ == arguments_sent_) return;
   std::string fragment(arguments.substr(arguments_sent_, arguments_safe_ - arguments_sent_));
   arguments_sent_ = arguments_safe_;
-  ToolCall& call = message_.tool_calls.back();
-  call.arguments += fragment;
-  out.push_back({OutputEvent::Kind::ToolCallArguments, std::move(fragment),
-                 static_cast<int>(message_.tool_calls.size()) - 1, {}, {}});
+  send_arguments(out, std::move(fragment));
+}
+
+// Sends each parameter that closed, and the object's end at </function>.
+void AssistantOutputParser::stream_xml_parameters(std::vector<OutputEvent>& out) {
+  const std::string_view body(tool_body_);
+  while (!xml_done_ && !xml_failed_) {
+    size_t at = xml_at_;
+    while (at < body.size() && is_ws(body[at])) ++at;
+    const std::string_view rest = body.substr(at);
+    if (rest.substr(0, kParameterOpen.size()) == kParameterOpen) {
+      std::string member;
+      const size_t taken = read_xml_parameter(rest, member);
+      if (taken == 0) return;  // still open
+      if (taken == std::string_view::npos) {
+        xml_failed_ = true;
+        return;
+      }
+      send_arguments(out, (xml_parameters_++ == 0 ? "{" : ",") + member);
+      xml_at_ = at + taken;
+    } else if (rest.substr(0, kFunctionClose.size()) == kFunctionClose) {
+      send_arguments(out, xml_parameters_ == 0 ? "{}" : "}");
+      xml_done_ = true;
+      xml_at_ = at + kFunctionClose.size();
+    } else if (kParameterOpen.substr(0, rest.size()) == rest || kFunctionClose.substr(0, rest.size()) == rest) {
+      return;  // may still become one of them
+    } else {
+      xml_failed_ = true;
+    }
+  }
 }
 
 void AssistantOutputParser::close_tool_call(std::vector<OutputEvent>& out, bool closed) {
-  const bool called = call_mode_ == CallMode::Streaming ? (close_streamed_call(out, closed), true)
-                                                        : close_whole_call(out, closed);
+  const bool streamed = call_mode_ == CallMode::Streaming || call_mode_ == CallMode::XmlStreaming;
+  const bool called = streamed ? (close_streamed_call(out, closed), true) : close_whole_call(out, closed);
   tool_body_.clear();
   call_mode_ = CallMode::Head;
   arguments_scanner_ = JsonPrefixScanner();
   arguments_begin_ = arguments_checked_ = arguments_safe_ = arguments_sent_ = 0;
   arguments_closing_.clear();
+  xml_at_ = 0;
+  xml_parameters_ = 0;
+  xml_done_ = xml_failed_ = false;
   ws_before_call_.clear();
   if (called && options_.single_tool_call) state_ = State::Ended;
 }
 
 // A streamed call is whole when its arguments ended and the body around them
-// is a JSON object; `</tool_call>` itself may be missing (generation stopped
-// right after the JSON). Else it broke off: see the header comment.
+// is a JSON object (Qwen3.5's: `</function>` was read and nothing follows);
+// `</tool_call>` itself may be missing (generation stopped right after the
+// call). Else it broke off: see the header comment.
 void AssistantOutputParser::close_streamed_call(std::vector<OutputEvent>& out, bool closed) {
-  if (arguments_scanner_.complete() && ojson::accept(trim(tool_body_))) return;
-  const int index = static_cast<int>(message_.tool_calls.size()) - 1;
-  if (!arguments_scanner_.complete()) {
-    message_.tool_calls.back().arguments += arguments_closing_;
-    out.push_back({OutputEvent::Kind::ToolCallArguments, arguments_closing_, index, {}, {}});
+  if (call_mode_ == CallMode::XmlStreaming) {
+    if (xml_done_ && trim(std::string_view(tool_body_).substr(xml_at_)).empty()) return;
+    if (!xml_done_) send_arguments(out, xml_parameters_ == 0 ? "{}" : "}");
+  } else {
+    if (arguments_scanner_.complete() && ojson::accept(trim(tool_body_))) return;
+    if (!arguments_scanner_.complete()) send_arguments(out, arguments_closing_);
   }
   pending_ws_ = std::move(ws_before_call_);
   emit_content(out, raw_call(closed));

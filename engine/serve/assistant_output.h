@@ -9,12 +9,13 @@
 // OpenAI streams one: its start (id, name) as soon as the name is read, then
 // its arguments in fragments as far as they are known to be valid JSON (the
 // model's own text, so the fragments add up to the final arguments string).
-// Should the arguments break off (a syntax error, generation ending inside
-// them), the call's arguments are closed as the valid JSON they began, and the
-// whole <tool_call> text is also given as content: what was streamed cannot be
-// taken back, and nothing the model wrote is lost. Any other call form
-// (Qwen3.5's XML, arguments as a string or before the name) is read when it
-// closes and goes out whole; one that is no call is content.
+// A Qwen3.5 call streams its start at `<function=NAME>` and its arguments one
+// `<parameter=…>` at a time (as compact JSON). Should the arguments break off
+// (a syntax error, generation ending inside them), the call's arguments are
+// closed as the valid JSON they began, and the whole <tool_call> text is also
+// given as content: what was streamed cannot be taken back, and nothing the
+// model wrote is lost. Other call forms (arguments as a string or before the
+// name) are read when they close and go out whole; one that is no call is content.
 #pragma once
 
 #include <string>
@@ -70,12 +71,15 @@ class AssistantOutputParser {
  private:
   enum class State { Start, Reasoning, Content, ToolCall, Ended };
   // How the current <tool_call> body is read (see the header comment).
-  enum class CallMode { Head, Streaming, Whole };
+  enum class CallMode { Head, Streaming, XmlStreaming, Whole };
   void process(std::vector<OutputEvent>& out, bool at_end);
   void emit_reasoning(std::vector<OutputEvent>& out, std::string_view text);
   void emit_content(std::vector<OutputEvent>& out, std::string_view text);
   void advance_tool_call(std::vector<OutputEvent>& out);
+  void start_streamed_call(std::vector<OutputEvent>& out, const std::string& name);
   void stream_arguments(std::vector<OutputEvent>& out);
+  void stream_xml_parameters(std::vector<OutputEvent>& out);
+  void send_arguments(std::vector<OutputEvent>& out, std::string fragment);
   void close_tool_call(std::vector<OutputEvent>& out, bool closed);
   void close_streamed_call(std::vector<OutputEvent>& out, bool closed);
   bool close_whole_call(std::vector<OutputEvent>& out, bool closed);  // false: it was no call
@@ -97,6 +101,12 @@ class AssistantOutputParser {
   size_t arguments_safe_ = 0;
   size_t arguments_sent_ = 0;
   std::string arguments_closing_;
+  // The streamed Qwen3.5 call: where its unread text starts, parameters sent,
+  // whether </function> was read, whether its text stopped being a call.
+  size_t xml_at_ = 0;
+  int xml_parameters_ = 0;
+  bool xml_done_ = false;
+  bool xml_failed_ = false;
   std::string ws_before_call_;  // restored should the call turn out to be content
 };
 

@@ -205,6 +205,38 @@ TEST(ServeAssistantOutput, ArgumentsStreamAsTheyArrive) {
   EXPECT_EQ(parser.message().tool_calls[0].arguments, R"({"city": "Paris", "days": 1.5, "u": true})");
 }
 
+TEST(ServeAssistantOutput, QwenXmlCallsStreamAParameterAtATime) {
+  AssistantOutputParser parser(thinking_with_tools());
+  auto args = [](const std::vector<OutputEvent>& events) {
+    std::vector<std::string> out;
+    for (const OutputEvent& e : events) {
+      if (e.kind == OutputEvent::Kind::ToolCallStart) out.push_back("start " + e.name);
+      if (e.kind == OutputEvent::Kind::ToolCallArguments) out.push_back(e.text);
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(args(parser.push("<tool_call>\n<function=get_wea")), V{});
+  EXPECT_EQ(args(parser.push("ther>\n<parameter=city>\nPa")), V{"start get_weather"});
+  EXPECT_EQ(args(parser.push("ris\n</parameter>\n<param")), V{R"({"city":"Paris")"});
+  EXPECT_EQ(args(parser.push("eter=days>\n2\n</parameter>\n</function>")), (V{R"(,"days":2)", "}"}));
+  EXPECT_EQ(args(parser.push("\n</tool_call>")), V{});
+  parser.finish();
+  ASSERT_EQ(parser.message().tool_calls.size(), 1u);
+  EXPECT_EQ(parser.message().tool_calls[0].arguments, R"({"city":"Paris","days":2})");
+  EXPECT_EQ(parser.message().content, "");
+  // Broken off after a parameter: closed, and the text is content too.
+  const std::string broken = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\noops</tool_call>";
+  const Collected c = run(thinking_with_tools(), {broken});
+  ASSERT_EQ(c.message.tool_calls.size(), 1u);
+  EXPECT_EQ(c.message.tool_calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(c.message.content, broken);
+  expect_same_for_every_split(thinking_with_tools(), broken);
+  const Collected empty = run(thinking_with_tools(), {"<tool_call><function=g></function></tool_call>"});
+  ASSERT_EQ(empty.message.tool_calls.size(), 1u);
+  EXPECT_EQ(empty.calls[0].arguments, "{}");
+}
+
 TEST(ServeAssistantOutput, SingleToolCallEndsTheAnswerAtTheFirstCall) {
   AssistantOutputOptions o = thinking_with_tools();
   o.single_tool_call = true;

@@ -989,6 +989,30 @@ TEST_F(ServeOpenAiServer, NChoicesAreDistinctReproducibleSamples) {
   }
   EXPECT_EQ(streamed.usage, whole["usage"]);
 
+  // Each choice's logprobs ride on its own chunks.
+  json with_logprobs = body;
+  with_logprobs["logprobs"] = true;
+  with_logprobs["top_logprobs"] = 2;
+  const json scored = post_json("/v1/chat/completions", with_logprobs);
+  with_logprobs["stream"] = true;
+  const std::string events = body_of(request("POST", "/v1/chat/completions", with_logprobs.dump()));
+  std::map<int, json> streamed_logprobs;
+  static const std::regex data("data: (\\{[^\\n]*\\})\\n");
+  for (std::sregex_iterator it(events.begin(), events.end(), data), end; it != end; ++it) {
+    const json chunk = json::parse((*it)[1].str());
+    for (const json& choice : chunk["choices"]) {
+      if (choice["logprobs"].is_null()) continue;
+      json& list = streamed_logprobs[choice["index"].get<int>()];
+      if (list.is_null()) list = json::array();
+      for (const json& token : choice["logprobs"]["content"]) list.push_back(token);
+    }
+  }
+  ASSERT_EQ(streamed_logprobs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(scored["choices"][i]["logprobs"]["content"].size(), 6u);
+    EXPECT_EQ(streamed_logprobs.at(i), scored["choices"][i]["logprobs"]["content"]) << i;
+  }
+
   const json text = post_json("/v1/completions", {{"prompt", "Hello"}, {"n", 2}, {"max_tokens", 3}, {"seed", 2},
                                                   {"ignore_eos", true}, {"logprobs", 1}});
   ASSERT_EQ(text["choices"].size(), 2u);
