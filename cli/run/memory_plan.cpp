@@ -28,10 +28,12 @@ Expected<MemoryPlan> plan_memory(const launcher::RankPlan& plan, const MemoryPla
     context = memory->max_context;
     per_host[rank.host] += memory->total();
     rows += "  rank " + std::to_string(rank.rank) + " on " + rank.host + ": " + gib(memory->weight_bytes) +
-            " weights + " + gib(memory->kv_bytes) + " KV = " + gib(memory->total()) + "\n";
+            " weights + " + gib(memory->kv_bytes) + " KV" +
+            (memory->state_bytes ? " + " + gib(memory->state_bytes) + " linear-attention state" : "") + " = " +
+            gib(memory->total()) + "\n";
   }
   out.table = "memory per rank (" + in.model_name + ", " + engine::weight_format_name(in.dtype) +
-              " weights, KV of one sequence of " + std::to_string(context) + " positions):\n" + rows;
+              " weights, KV and state of one sequence of " + std::to_string(context) + " positions):\n" + rows;
   for (const launcher::PlanHost& host : plan.hosts) {
     const uint64_t need = per_host[host.name];
     const uint64_t have = host.facts.memory_kb * 1024;

@@ -195,8 +195,7 @@ AlignedBuffer& x_scratch() {
   return buffer;
 }
 
-const void* stage_x(const PackedWeight& w, const float* x, int m) {
-  AlignedBuffer& buffer = x_scratch();
+const void* stage_x(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
   if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
   if (w.format == WeightFormat::fp8) return stage_x_fp8(w, x, m, buffer);
   if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
@@ -286,21 +285,45 @@ Gemm pick_gemm(GemvKernel gemv) {
   return {};
 }
 
+// One batch-invariant projection, its x staged: the kernel for its m and the
+// rows each task covers.
+struct GemvPlan {
+  const PackedWeight* w = nullptr;
+  const void* staged = nullptr;
+  int m = 0;
+  float* y = nullptr;
+  GemvKernel kernel = nullptr;
+  GemvKernel gemm = nullptr;
+  int rows_per_task = 0;
+
+  int tasks() const { return (w->out + rows_per_task - 1) / rows_per_task; }
+  // Output rows of tasks [begin, end).
+  void run(int begin, int end) const {
+    const int rb = begin * rows_per_task, re = std::min(w->out, end * rows_per_task);
+    if (gemm) gemm(*w, staged, m, y, rb, re);
+    else if (m <= kGemvMaxRows) kernel(*w, staged, m, y, rb, re);
+    else gemv_groups(kernel, *w, staged, m, y, rb, re);
+  }
+};
+
+GemvPlan plan_gemv(const PackedWeight& w, const float* x, int m, float* y, AlignedBuffer& buffer) {
+  GemvPlan plan;
+  plan.w = &w;
+  plan.m = m;
+  plan.y = y;
+  plan.kernel = pick_gemv(w);
+  plan.gemm = m > kGemvMaxRows ? pick_gemm(plan.kernel).kernel : nullptr;
+  plan.staged = stage_x(w, x, m, buffer);
+  plan.rows_per_task = plan.gemm ? pick_gemm(plan.kernel).panel_rows(w) : kRowsPerTask;
+  return plan;
+}
+
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   if (w.amx) return amx_forward(w, x, m, y, pool);
-  const GemvKernel kernel = pick_gemv(w);
-  const GemvKernel gemm = m > kGemvMaxRows ? pick_gemm(kernel).kernel : nullptr;
-  const void* staged = stage_x(w, x, m);
-  const int rows_per_task = gemm ? pick_gemm(kernel).panel_rows(w) : kRowsPerTask;
-  const int tasks = (w.out + rows_per_task - 1) / rows_per_task;
+  const GemvPlan plan = plan_gemv(w, x, m, y, x_scratch());
   // Balanced: a thread that starts late or streams slower hands the rest of
   // its rows to the other instead of making it wait at the end of the call.
-  pool.parallel_for_balanced(tasks, [&](int begin, int end) {
-    const int rb = begin * rows_per_task, re = std::min(w.out, end * rows_per_task);
-    if (gemm) gemm(w, staged, m, y, rb, re);
-    else if (m <= kGemvMaxRows) kernel(w, staged, m, y, rb, re);
-    else gemv_groups(kernel, w, staged, m, y, rb, re);
-  });
+  pool.parallel_for_balanced(plan.tasks(), [&](int begin, int end) { plan.run(begin, end); });
 }
 
 std::atomic<int>& int4_dot_slot() {
@@ -468,6 +491,39 @@ void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
   if (m <= 0) return;
   if (m <= kGemvMaxRows || prefill_batch_invariant()) forward_gemv(x, m, y, pool);
   else forward_matmul(x, m, y, pool);
+}
+
+void forward_gemv_grouped(std::span<const GroupedProjection> projections, ThreadPool& pool) {
+  // Staged inputs live until the region ends, one buffer per projection
+  // (x_scratch() holds one); kept across calls so decode allocates nothing.
+  thread_local std::vector<AlignedBuffer> buffers;
+  thread_local std::vector<GemvPlan> plans;
+  thread_local std::vector<int> first_task;  // [plans + 1]
+  if (buffers.size() < projections.size()) buffers.resize(projections.size());
+  plans.clear();
+  first_task.assign(1, 0);
+  for (size_t i = 0; i < projections.size(); ++i) {
+    const GroupedProjection& p = projections[i];
+    if (p.m <= 0) continue;
+    const PackedWeight& w = p.linear->packed();
+    if (w.amx) {  // the tile kernels run their own regions
+      amx_forward(w, p.x, p.m, p.y, pool);
+      continue;
+    }
+    plans.push_back(plan_gemv(w, p.x, p.m, p.y, buffers[i]));
+    first_task.push_back(first_task.back() + plans.back().tasks());
+  }
+  const std::vector<GemvPlan>& all = plans;
+  const std::vector<int>& starts = first_task;
+  pool.parallel_for_balanced(starts.back(), [&](int begin, int end) {
+    // Runs of tasks may cross from one projection into the next.
+    while (begin < end) {
+      const size_t p = std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1;
+      const int stop = std::min(end, starts[p + 1]);
+      all[p].run(begin - starts[p], stop - starts[p]);
+      begin = stop;
+    }
+  });
 }
 
 }  // namespace xft::engine

@@ -68,6 +68,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -185,5 +186,21 @@ class Linear {
  private:
   std::unique_ptr<PackedWeight> packed_;
 };
+
+// One projection of forward_gemv_grouped: y[m][out] = x[m][in] · Wᵀ + b.
+struct GroupedProjection {
+  const Linear* linear = nullptr;
+  const float* x = nullptr;
+  int m = 0;
+  float* y = nullptr;
+};
+
+// Runs several projections through the batch-invariant kernels in one
+// parallel region, the row panels of all of them shared out to the threads
+// together: the chosen experts of a mixture-of-experts layer, each of which
+// alone is too little work to pay for a fork/join of the pool. Each row's
+// result is bit for bit what forward_gemv gives it alone. The thread-local
+// staging makes it one call at a time per calling thread, like forward_gemv.
+void forward_gemv_grouped(std::span<const GroupedProjection> projections, ThreadPool& pool);
 
 }  // namespace xft::engine

@@ -3,8 +3,46 @@
 #include <algorithm>
 
 #include "engine/model/architectures.h"
+#include "engine/model/blocks/gated_delta_net.h"
 
 namespace xft::engine {
+
+namespace {
+
+// This rank's slice of one Gated DeltaNet layer, as GatedDeltaNet::load keeps
+// it: in_proj (q, k of the key heads its value heads read, v, z, b, a rows),
+// out_proj's columns of its value heads, and float conv taps, A_log, dt_bias
+// and the head norm.
+double gated_delta_net_bytes(const ModelConfig& c, const RankPartition& part, const TensorBytes& bytes) {
+  if (c.linear.is_linear.empty()) return 0;
+  const LinearAttentionConfig& l = c.linear;
+  const LinearAttentionSlice slice = linear_attention_slice(c, part.tp_size, part.tp_rank);
+  const uint64_t key_heads = slice.key_heads.size(), value_heads = slice.value_heads.size();
+  const uint64_t channels = 2 * key_heads * l.key_head_dim + value_heads * l.value_head_dim;
+  const uint64_t projected = channels + value_heads * (l.value_head_dim + 2);
+  const double floats = double(l.conv_kernel) * channels + 2.0 * value_heads + l.value_head_dim;
+  return bytes.projection(projected, c.hidden) + bytes.projection(c.hidden, value_heads * l.value_head_dim) +
+         floats * sizeof(float);
+}
+
+// One sequence's state in the rank's linear-attention layers, as
+// GatedDeltaNet::new_state sizes it.
+uint64_t linear_state_bytes(const ModelConfig& c, const RankPartition& part) {
+  if (c.linear.is_linear.empty()) return 0;
+  const LinearAttentionConfig& l = c.linear;
+  const LinearAttentionSlice slice = linear_attention_slice(c, part.tp_size, part.tp_rank);
+  const uint64_t key_heads = slice.key_heads.size(), value_heads = slice.value_heads.size();
+  const uint64_t channels = 2 * key_heads * l.key_head_dim + value_heads * l.value_head_dim;
+  const uint64_t per_layer = (uint64_t(l.conv_kernel - 1) * channels + value_heads * l.key_head_dim * l.value_head_dim) *
+                             sizeof(float);
+  uint64_t total = 0;
+  for (int layer = 0; layer < c.layers; ++layer) {
+    if (token_mixer_kind(c, layer) == TokenMixerKind::gated_delta_net) total += per_layer;
+  }
+  return total;
+}
+
+}  // namespace
 
 uint64_t rank_weight_bytes(const ModelConfig& c, const RankPartition& part, const TensorBytes& bytes) {
   const uint64_t d = c.head_dim, hidden = c.hidden;
@@ -22,10 +60,11 @@ uint64_t rank_weight_bytes(const ModelConfig& c, const RankPartition& part, cons
   if (moe.shared_expert_intermediate > 0) {
     sparse += swiglu(part.shared_expert.size()) + bytes.float_projection(1, hidden);
   }
+  const double linear_attention = gated_delta_net_bytes(c, part, bytes);
   double total = 0;
   for (int l = 0; l < c.layers; ++l) {
-    total += attention + layer_norms +
-             (feed_forward_kind(c, l) == FeedForwardKind::mixture_of_experts ? sparse : dense_mlp);
+    total += (token_mixer_kind(c, l) == TokenMixerKind::gated_delta_net ? linear_attention : attention) +
+             layer_norms + (feed_forward_kind(c, l) == FeedForwardKind::mixture_of_experts ? sparse : dense_mlp);
   }
   const uint64_t vocab = part.vocab.size();
   if (bytes.embedding_held) total += bytes.table_unit * vocab * hidden;
@@ -61,6 +100,7 @@ Expected<RankMemory> estimate_rank_memory(const ModelConfig& c, WeightFormat dty
   // Keys and values of the rank's KV heads at every position.
   memory.kv_bytes = attention_layers * part->attention.kv_heads.size() * uint64_t(c.head_dim) * context * 2 *
                     kv_element_bytes(kv);
+  memory.state_bytes = linear_state_bytes(c, *part);
   return memory;
 }
 

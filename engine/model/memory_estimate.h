@@ -1,8 +1,9 @@
 // What one tensor-parallel rank of a model will hold, from config.json and
 // the chosen formats alone (no weight is read): the weights of its slice
-// (attention heads, MLP width, every expert's slice and the shared expert;
-// router, norms, embedding and head as the loader keeps them) and the KV
-// cache of one sequence of max_context positions. The same walk over the
+// (attention heads, linear-attention value heads, MLP width, every expert's
+// slice and the shared expert; router, norms, embedding and head as the
+// loader keeps them), the KV cache of one sequence of max_context positions
+// and that sequence's linear-attention state. The same walk over the
 // rank's tensors gives the bytes a load reads (the load progress total).
 #pragma once
 
@@ -31,14 +32,17 @@ struct TensorBytes {
   bool embedding_held = true;  // false: a tied int4 model embeds from the head's rows
 };
 
-// The rank's weights (Qwen3.5's linear-attention layers are not counted).
+// The rank's weights.
 uint64_t rank_weight_bytes(const ModelConfig& config, const RankPartition& part, const TensorBytes& bytes);
 
 struct RankMemory {
   uint64_t weight_bytes = 0;  // as Model::weight_bytes() will report it
   uint64_t kv_bytes = 0;      // one sequence of max_context positions
+  // One sequence's linear-attention state (Qwen3.5's Gated DeltaNet layers:
+  // conv inputs and a [dk][dv] matrix per value head), whatever its length.
+  uint64_t state_bytes = 0;
   int max_context = 0;        // as Model::load clamps it
-  uint64_t total() const { return weight_bytes + kv_bytes; }
+  uint64_t total() const { return weight_bytes + kv_bytes + state_bytes; }
 };
 
 // checkpoint_dtype: the dtype of the checkpoint's unquantized tensors (the

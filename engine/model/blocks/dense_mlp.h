@@ -26,6 +26,10 @@ class DenseMlp final : public FeedForward {
   uint64_t token_bytes() const override { return weight_bytes(); }
   std::string kernel_name() const override { return gate_up_.kernel_name(); }
   int rows() const { return rows_; }
+  // gate/up fused ([2 * rows][hidden], gate rows first) and down: the mixture
+  // of experts runs its chosen experts' projections together.
+  const Linear& gate_up() const { return gate_up_; }
+  const Linear& down() const { return down_; }
 
  private:
   Linear gate_up_, down_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/linear.h"
 #include "engine/kernels/thread_pool.h"
 
 namespace xft::engine {
@@ -20,7 +21,9 @@ struct FeedForwardPass {
   double* router_ms = nullptr;    // while profiling: routing time (MoE layers)
   double* experts_ms = nullptr;   // while profiling: expert time (MoE layers)
   // Scratch, grown on demand.
-  std::vector<float> gate_up, act, router_logits, rows_in, rows_out, shared_out, shared_gate;
+  std::vector<float> gate_up, act, router_logits, rows_in, rows_out, shared_out, shared_gate, shared_gate_up,
+      shared_act;
+  std::vector<GroupedProjection> projections;  // the MoE's grouped kernel calls
   std::vector<int32_t> chosen_experts;  // [m][top_k]
   std::vector<float> chosen_weights;    // [m][top_k]
   std::vector<int32_t> expert_starts;   // [experts + 1]: where each expert's rows begin in expert_rows

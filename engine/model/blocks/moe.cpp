@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/kernels/ops.h"
 #include "engine/model/weight_reading.h"
 
 namespace xft::engine {
@@ -127,33 +128,18 @@ void MixtureOfExperts::forward(const float* x, int m, float* out, FeedForwardPas
   add_elapsed(pass.router_ms, start);
 
   start = Clock::now();
-  std::fill(out, out + m * h, 0.0f);
+  run_experts(x, m, pass);
   // Experts in ascending index: each row receives its experts' outputs in
   // that order, whatever else shares the pass.
-  for (int e = 0; e < experts; ++e) {
-    const int begin = pass.expert_starts[e], end = pass.expert_starts[e + 1];
-    const int n = end - begin;
-    if (n == 0) continue;
-    pass.rows_in.resize(static_cast<size_t>(n) * h);
-    pass.rows_out.resize(static_cast<size_t>(n) * h);
-    for (int i = 0; i < n; ++i) {
-      const int row = pass.expert_rows[begin + i] / k;
-      std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
-    }
-    experts_[e].forward(pass.rows_in.data(), n, pass.rows_out.data(), pass);
-    for (int i = 0; i < n; ++i) {
-      const int choice = pass.expert_rows[begin + i];
-      const float weight = pass.chosen_weights[choice];
-      float* target = out + (choice / k) * h;
-      const float* y = pass.rows_out.data() + i * h;
-      for (size_t j = 0; j < h; ++j) target[j] += y[j] * weight;
-    }
+  std::fill(out, out + m * h, 0.0f);
+  for (int i = 0; i < m * k; ++i) {
+    const int choice = pass.expert_rows[i];
+    const float weight = pass.chosen_weights[choice];
+    float* target = out + (choice / k) * h;
+    const float* y = pass.rows_out.data() + i * h;
+    for (size_t j = 0; j < h; ++j) target[j] += y[j] * weight;
   }
   if (has_shared_) {
-    pass.shared_out.resize(static_cast<size_t>(m) * h);
-    pass.shared_gate.resize(static_cast<size_t>(m));
-    shared_.forward(x, m, pass.shared_out.data(), pass);
-    shared_gate_.forward_gemv(x, m, pass.shared_gate.data(), pool);
     for (int r = 0; r < m; ++r) {
       const float gate = 1.0f / (1.0f + std::exp(-pass.shared_gate[r]));
       float* target = out + r * h;
@@ -162,6 +148,61 @@ void MixtureOfExperts::forward(const float* x, int m, float* out, FeedForwardPas
     }
   }
   add_elapsed(pass.experts_ms, start);
+}
+
+void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass) const {
+  const int experts = static_cast<int>(experts_.size());
+  const int choices = m * top_k_;
+  const size_t h = static_cast<size_t>(hidden_);
+  const size_t width = static_cast<size_t>(experts_.front().rows());
+  // Each expert's rows of x side by side, in expert_rows' order.
+  pass.rows_in.resize(choices * h);
+  for (int i = 0; i < choices; ++i) {
+    const int row = pass.expert_rows[i] / top_k_;
+    std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
+  }
+  pass.gate_up.resize(choices * 2 * width);
+  pass.act.resize(choices * width);
+  pass.rows_out.resize(choices * h);
+  if (has_shared_) {
+    pass.shared_gate_up.resize(static_cast<size_t>(m) * 2 * shared_.rows());
+    pass.shared_act.resize(static_cast<size_t>(m) * shared_.rows());
+    pass.shared_out.resize(static_cast<size_t>(m) * h);
+    pass.shared_gate.resize(static_cast<size_t>(m));
+  }
+
+  // gate/up of every chosen expert (and the shared expert) in one parallel
+  // region, then down likewise: at decode each expert alone is a few
+  // microseconds of work per thread, less than a fork/join of the pool costs
+  // on a busy machine. The kernels are the batch-invariant ones, so a row's
+  // result never depends on the other rows of its expert.
+  std::vector<GroupedProjection>& calls = pass.projections;
+  calls.clear();
+  for (int e = 0; e < experts; ++e) {
+    const int begin = pass.expert_starts[e], n = pass.expert_starts[e + 1] - begin;
+    if (n > 0) {
+      calls.push_back({&experts_[e].gate_up(), pass.rows_in.data() + begin * h, n,
+                       pass.gate_up.data() + begin * 2 * width});
+    }
+  }
+  if (has_shared_) {
+    calls.push_back({&shared_.gate_up(), x, m, pass.shared_gate_up.data()});
+    calls.push_back({&shared_gate_, x, m, pass.shared_gate.data()});
+  }
+  forward_gemv_grouped(calls, *pass.pool);
+
+  silu_mul_fused(pass.gate_up.data(), choices, static_cast<int>(width), pass.act.data());
+  if (has_shared_) silu_mul_fused(pass.shared_gate_up.data(), m, shared_.rows(), pass.shared_act.data());
+
+  calls.clear();
+  for (int e = 0; e < experts; ++e) {
+    const int begin = pass.expert_starts[e], n = pass.expert_starts[e + 1] - begin;
+    if (n > 0) {
+      calls.push_back({&experts_[e].down(), pass.act.data() + begin * width, n, pass.rows_out.data() + begin * h});
+    }
+  }
+  if (has_shared_) calls.push_back({&shared_.down(), pass.shared_act.data(), m, pass.shared_out.data()});
+  forward_gemv_grouped(calls, *pass.pool);
 }
 
 uint64_t MixtureOfExperts::weight_bytes() const {

@@ -47,6 +47,12 @@ class MixtureOfExperts final : public FeedForward {
   std::string kernel_name() const override { return experts_.front().kernel_name(); }
 
  private:
+  // The chosen experts (grouped by pass.expert_starts/expert_rows) and the
+  // shared expert on x: each choice's expert output into pass.rows_out in
+  // expert_rows' order, the shared expert's into pass.shared_out and its
+  // gate logit into pass.shared_gate.
+  void run_experts(const float* x, int m, FeedForwardPass& pass) const;
+
   Linear router_;       // f32 [experts][hidden], whole on every rank
   std::vector<DenseMlp> experts_;
   bool has_shared_ = false;

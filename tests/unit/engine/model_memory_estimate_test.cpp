@@ -1,7 +1,8 @@
 // The rank memory estimate (config + formats, no weights read) against what
 // the loader reports once the rank's slice is loaded: Model::weight_bytes()
-// and a full-length sequence's KV cache, dense and mixture-of-experts test
-// models, every weight format, at 1 and 2 ranks.
+// and a full-length sequence's KV cache and linear-attention state, dense,
+// mixture-of-experts and Qwen3.5 (hybrid linear attention) test models, every
+// weight format, at 1 and 2 ranks.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -68,13 +69,16 @@ TEST_P(MemoryEstimate, MatchesTheLoadedRanks) {
                 static_cast<unsigned long long>(estimate->weight_bytes), static_cast<unsigned long long>(actual),
                 100.0 * (double(estimate->weight_bytes) - actual) / actual);
     EXPECT_EQ(estimate->max_context, (*model)->max_context());
-    EXPECT_EQ(estimate->kv_bytes, (*model)->new_sequence()->kv_bytes()) << case_name(param) << " rank " << rank;
+    const auto sequence = (*model)->new_sequence();
+    EXPECT_EQ(estimate->kv_bytes, sequence->kv_bytes()) << case_name(param) << " rank " << rank;
+    EXPECT_EQ(estimate->state_bytes, sequence->linear_state_bytes()) << case_name(param) << " rank " << rank;
   });
 }
 
 std::vector<Case> cases() {
   std::vector<Case> all;
-  for (Architecture arch : {Architecture::qwen2, Architecture::qwen3, Architecture::qwen2_moe, Architecture::qwen3_moe}) {
+  for (Architecture arch : {Architecture::qwen2, Architecture::qwen3, Architecture::qwen2_moe, Architecture::qwen3_moe,
+                            Architecture::qwen3_5, Architecture::qwen3_5_moe}) {
     for (WeightFormat format : {WeightFormat::bf16, WeightFormat::int8, WeightFormat::int4, WeightFormat::fp8}) {
       for (int ranks : {1, 2}) all.push_back({arch, format, ranks});
     }
@@ -103,6 +107,36 @@ TEST(MemoryEstimate, ExpertsDominateAMixtureOfExperts) {
   // Without experts every layer falls back to the dense MLP; the router goes too.
   EXPECT_GT(one->weight_bytes, dense->weight_bytes);
   EXPECT_GE(one->weight_bytes, experts);
+}
+
+TEST(MemoryEstimate, CountsTheLinearAttentionStateOfASequence) {
+  TestModelSpec spec;
+  spec.arch = Architecture::qwen3_5;
+  spec.vocab = 2048;
+  auto config = test_model_config(spec);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const LinearAttentionConfig& l = config->linear;
+  int linear_layers = 0;
+  for (int layer = 0; layer < config->layers; ++layer) linear_layers += l.is_linear[layer] != 0;
+  ASSERT_GT(linear_layers, 0);
+  // Per layer: the last conv_kernel - 1 inputs of every conv channel and a
+  // [dk][dv] matrix per value head, in floats; the same at any context.
+  const uint64_t per_layer = (uint64_t(l.conv_kernel - 1) * l.conv_channels() +
+                              uint64_t(l.value_heads) * l.key_head_dim * l.value_head_dim) * 4;
+  for (int context : {16, 96}) {
+    auto one = estimate_rank_memory(*config, WeightFormat::bf16, KvFormat::bf16, 1, 0, context);
+    ASSERT_TRUE(one.ok()) << one.error().message;
+    EXPECT_EQ(one->state_bytes, linear_layers * per_layer);
+    EXPECT_EQ(one->total(), one->weight_bytes + one->kv_bytes + one->state_bytes);
+  }
+  TestModelSpec dense_spec;
+  dense_spec.arch = Architecture::qwen3;
+  dense_spec.vocab = 2048;
+  auto dense = test_model_config(dense_spec);
+  ASSERT_TRUE(dense.ok());
+  auto plain = estimate_rank_memory(*dense, WeightFormat::bf16, KvFormat::bf16, 1, 0, 96);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->state_bytes, 0u);
 }
 
 }  // namespace

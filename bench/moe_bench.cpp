@@ -1,0 +1,294 @@
+// The experts of one mixture-of-experts layer (Qwen3-30B-A3B's shapes by
+// default: 128 experts, top 8, hidden 2048, width 768) under the schedules
+// the block can run them with, alternated round by round so that each pair
+// sees the same machine:
+//  * decode (one token, 8 chosen experts): one parallel region per expert
+//    and projection (16 fork/joins) against forward_gemv_grouped (2), each
+//    against a read pass over 1 GiB right after it (active bytes per second
+//    / that pass's GB/s: the "paired" fraction bench_roofline prints);
+//  * prefill (--tokens rows routed top-k, grouped by expert): per expert
+//    Linear::forward (oneDNN where it has bf16 matmul), per expert
+//    forward_gemv, and forward_gemv_grouped, in GFLOP/s of active FLOPs,
+//    wall and "excl." (per CPU-second of the pool's threads: the rate with
+//    the cores to ourselves).
+// Usage: bench_moe [--threads N] [--dtype bf16|int8|int4|fp8] [--experts E] [--topk K]
+//                  [--hidden H] [--width I] [--tokens T] [--rounds R]
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/aligned_buffer.h"
+#include "engine/kernels/linear.h"
+#include "engine/kernels/ops.h"
+#include "engine/kernels/thread_pool.h"
+
+using namespace xft::engine;
+
+namespace {
+
+struct Options {
+  int threads = 2;
+  std::string dtype = "bf16";
+  int experts = 128, topk = 8, hidden = 2048, width = 768, tokens = 512, rounds = 10;
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct Timing {
+  double wall = 0, cpu_per_thread = 0;
+};
+
+template <class F>
+Timing timed(ThreadPool& pool, F&& body) {
+  std::vector<double> before(pool.size()), after(pool.size());
+  pool.run([&](int tid, int) { before[tid] = thread_cpu_seconds(); });
+  const double t0 = now_seconds();
+  body();
+  const double t1 = now_seconds();
+  pool.run([&](int tid, int) { after[tid] = thread_cpu_seconds(); });
+  double cpu = 0;
+  for (int i = 0; i < pool.size(); ++i) cpu += after[i] - before[i];
+  return Timing{t1 - t0, cpu / pool.size()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Weights in [-1, 1) from a cheap generator: the kernels' speed does not
+// depend on the values, and 400 M normal draws would take longer than the run.
+std::vector<float> random_matrix(size_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<float>(static_cast<int32_t>(s >> 32)) * (1.0f / 2147483648.0f);
+  }
+  return v;
+}
+
+struct Expert {
+  Linear gate_up, down;
+};
+
+// Reads 1 GiB with every pool thread: the bandwidth of the moment.
+class ReadPass {
+ public:
+  explicit ReadPass(ThreadPool& pool) : pool_(pool), buffers_(pool.size()), sums_(pool.size()) {
+    per_thread_ = (size_t(1) << 30) / pool.size() / 4;
+    pool.run([&](int tid, int) {
+      buffers_[tid].resize(per_thread_ * sizeof(float));
+      float* p = buffers_[tid].as<float>();
+      for (size_t i = 0; i < per_thread_; ++i) p[i] = 1.0f;
+    });
+  }
+  double gbps() {
+    const double t0 = now_seconds();
+    pool_.run([&](int tid, int) {
+      const float* p = buffers_[tid].as<float>();
+      float a[16] = {};
+      for (size_t i = 0; i < per_thread_; i += 16)
+        for (int j = 0; j < 16; ++j) a[j] += p[i + j];
+      sums_[tid] = a[0] + a[15];
+    });
+    const double t = now_seconds() - t0;
+    if (sums_[0] < 0) std::printf(" ");  // keeps the sums alive
+    return double(per_thread_) * 4 * pool_.size() / t / 1e9;
+  }
+
+ private:
+  ThreadPool& pool_;
+  std::vector<AlignedBuffer> buffers_;
+  std::vector<float> sums_;
+  size_t per_thread_ = 0;
+};
+
+// The rows of each expert: token t's k choices, grouped by expert, tokens ascending.
+struct Routing {
+  std::vector<int> starts;  // [experts + 1]
+  std::vector<int> tokens;  // token of each grouped row
+};
+
+Routing route(const Options& opt, int tokens, std::mt19937& rng) {
+  std::vector<std::vector<int>> rows(opt.experts);
+  std::vector<int> order(opt.experts);
+  for (int t = 0; t < tokens; ++t) {
+    for (int e = 0; e < opt.experts; ++e) order[e] = e;
+    for (int j = 0; j < opt.topk; ++j) {
+      std::swap(order[j], order[j + rng() % (opt.experts - j)]);
+      rows[order[j]].push_back(t);
+    }
+  }
+  Routing r;
+  r.starts.push_back(0);
+  for (const auto& list : rows) {
+    r.tokens.insert(r.tokens.end(), list.begin(), list.end());
+    r.starts.push_back(static_cast<int>(r.tokens.size()));
+  }
+  return r;
+}
+
+// Scratch of one schedule run: x rows per grouped row, gate/up, act, out.
+struct Scratch {
+  std::vector<float> rows_in, gate_up, act, out;
+  std::vector<GroupedProjection> calls;
+};
+
+enum class Schedule { per_expert_forward, per_expert_gemv, grouped };
+
+void run_experts(const std::vector<Expert>& experts, const Routing& r, const float* x, const Options& opt,
+                 Schedule schedule, Scratch& s, ThreadPool& pool) {
+  const size_t h = opt.hidden, w = opt.width, rows = r.tokens.size();
+  s.rows_in.resize(rows * h);
+  s.gate_up.resize(rows * 2 * w);
+  s.act.resize(rows * w);
+  s.out.resize(rows * h);
+  for (size_t i = 0; i < rows; ++i) std::memcpy(&s.rows_in[i * h], x + r.tokens[i] * h, h * sizeof(float));
+  if (schedule == Schedule::grouped) {
+    s.calls.clear();
+    for (int e = 0; e < opt.experts; ++e) {
+      const int b = r.starts[e], n = r.starts[e + 1] - b;
+      if (n) s.calls.push_back({&experts[e].gate_up, &s.rows_in[b * h], n, &s.gate_up[b * 2 * w]});
+    }
+    forward_gemv_grouped(s.calls, pool);
+    silu_mul_fused(s.gate_up.data(), static_cast<int>(rows), opt.width, s.act.data());
+    s.calls.clear();
+    for (int e = 0; e < opt.experts; ++e) {
+      const int b = r.starts[e], n = r.starts[e + 1] - b;
+      if (n) s.calls.push_back({&experts[e].down, &s.act[b * w], n, &s.out[b * h]});
+    }
+    forward_gemv_grouped(s.calls, pool);
+    return;
+  }
+  for (int e = 0; e < opt.experts; ++e) {
+    const int b = r.starts[e], n = r.starts[e + 1] - b;
+    if (!n) continue;
+    const auto project = [&](const Linear& l, const float* in, float* out) {
+      if (schedule == Schedule::per_expert_forward) l.forward(in, n, out, pool);
+      else l.forward_gemv(in, n, out, pool);
+    };
+    project(experts[e].gate_up, &s.rows_in[b * h], &s.gate_up[b * 2 * w]);
+    silu_mul_fused(&s.gate_up[b * 2 * w], n, opt.width, &s.act[b * w]);
+    project(experts[e].down, &s.act[b * w], &s.out[b * h]);
+  }
+}
+
+bool parse(int argc, char** argv, Options* opt) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_moe: %s needs a value\n", arg.c_str());
+      return false;
+    }
+    const char* value = argv[++i];
+    if (arg == "--threads") opt->threads = std::atoi(value);
+    else if (arg == "--dtype") opt->dtype = value;
+    else if (arg == "--experts") opt->experts = std::atoi(value);
+    else if (arg == "--topk") opt->topk = std::atoi(value);
+    else if (arg == "--hidden") opt->hidden = std::atoi(value);
+    else if (arg == "--width") opt->width = std::atoi(value);
+    else if (arg == "--tokens") opt->tokens = std::atoi(value);
+    else if (arg == "--rounds") opt->rounds = std::atoi(value);
+    else {
+      std::fprintf(stderr, "bench_moe: unknown option %s\n", arg.c_str());
+      return false;
+    }
+  }
+  if (opt->threads < 1 || opt->experts < 1 || opt->topk < 1 || opt->topk > opt->experts || opt->hidden < 1 ||
+      opt->width < 1 || opt->tokens < 1 || opt->rounds < 1) {
+    std::fprintf(stderr, "bench_moe: every count must be >= 1 and --topk <= --experts\n");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, &opt)) return 1;
+  WeightFormat format;
+  if (!parse_weight_format(opt.dtype, &format)) {
+    std::fprintf(stderr, "bench_moe: --dtype %s: expected bf16, int8, int4 or fp8\n", opt.dtype.c_str());
+    return 1;
+  }
+  std::vector<int> cpus;
+  for (int i = 0; i < opt.threads; ++i) cpus.push_back(i);
+  ThreadPool pool(opt.threads, cpus);
+  std::vector<Expert> experts(opt.experts);
+  for (int e = 0; e < opt.experts; ++e) {
+    const auto gate_up = random_matrix(size_t(2) * opt.width * opt.hidden, 2 * e);
+    const auto down = random_matrix(size_t(opt.hidden) * opt.width, 2 * e + 1);
+    experts[e].gate_up = Linear(gate_up.data(), 2 * opt.width, opt.hidden, format);
+    experts[e].down = Linear(down.data(), opt.hidden, opt.width, format);
+  }
+  const double expert_bytes = double(experts[0].gate_up.weight_bytes() + experts[0].down.weight_bytes());
+  std::printf("experts: %d x (gate/up %dx%d, down %dx%d), %s (%s), top %d, %d threads; %.1f MB per expert\n",
+              opt.experts, 2 * opt.width, opt.hidden, opt.hidden, opt.width, opt.dtype.c_str(),
+              experts[0].gate_up.kernel_name().c_str(), opt.topk, opt.threads, expert_bytes / 1e6);
+  ReadPass read(pool);
+  std::mt19937 rng(7);
+  Scratch scratch;
+
+  // Decode: a new token and new choices each round, both schedules on it.
+  const auto x1 = random_matrix(opt.hidden, 99);
+  std::vector<double> per_expert_ms, grouped_ms, per_expert_paired, grouped_paired, pass_gbps;
+  const double active = opt.topk * expert_bytes;
+  for (int round = 0; round < opt.rounds * 4; ++round) {
+    const Routing r = route(opt, 1, rng);
+    for (Schedule s : {Schedule::per_expert_gemv, Schedule::grouped}) {
+      const double t0 = now_seconds();
+      run_experts(experts, r, x1.data(), opt, s, scratch, pool);
+      const double t = now_seconds() - t0;
+      const double gbps = read.gbps();
+      pass_gbps.push_back(gbps);
+      (s == Schedule::grouped ? grouped_ms : per_expert_ms).push_back(t * 1e3);
+      (s == Schedule::grouped ? grouped_paired : per_expert_paired).push_back(active / t / 1e9 / gbps);
+    }
+  }
+  std::printf("decode, 1 token, %d rounds (medians; paired: active bytes/s over a 1 GiB read pass right after):\n",
+              opt.rounds * 4);
+  std::printf("  per expert (%d regions): %.3f ms, paired %.1f%%\n", 2 * opt.topk, median(per_expert_ms),
+              100 * median(per_expert_paired));
+  std::printf("  grouped    (2 regions):  %.3f ms, paired %.1f%%  (read pass %.1f GB/s)\n", median(grouped_ms),
+              100 * median(grouped_paired), median(pass_gbps));
+
+  // Prefill: --tokens rows routed top-k, each schedule in turn per round.
+  const auto x = random_matrix(size_t(opt.tokens) * opt.hidden, 98);
+  const Routing r = route(opt, opt.tokens, rng);
+  const double flop = 2.0 * opt.tokens * opt.topk * 3.0 * opt.width * opt.hidden;
+  const Schedule schedules[] = {Schedule::per_expert_forward, Schedule::per_expert_gemv, Schedule::grouped};
+  const char* names[] = {"per expert Linear::forward", "per expert forward_gemv", "grouped forward_gemv"};
+  std::vector<double> wall[3], excl[3];
+  for (int s = 0; s < 3; ++s) run_experts(experts, r, x.data(), opt, schedules[s], scratch, pool);  // warm-up
+  for (int round = 0; round < opt.rounds; ++round) {
+    for (int s = 0; s < 3; ++s) {
+      const Timing t = timed(pool, [&] { run_experts(experts, r, x.data(), opt, schedules[s], scratch, pool); });
+      wall[s].push_back(flop / t.wall / 1e9);
+      excl[s].push_back(flop / t.cpu_per_thread / 1e9);
+    }
+  }
+  std::printf("prefill, %d tokens (%d rows over %d experts; %.1f GFLOP active), %d rounds, median GFLOP/s:\n",
+              opt.tokens, opt.tokens * opt.topk, opt.experts, flop / 1e9, opt.rounds);
+  for (int s = 0; s < 3; ++s) {
+    std::printf("  %-27s %7.1f wall %7.1f excl. (%.1f GFLOP/s per thread)\n", names[s], median(wall[s]),
+                median(excl[s]), median(excl[s]) / opt.threads);
+  }
+  return 0;
+}
