@@ -44,6 +44,9 @@ void add_run_commands(CLI::App& app, Context& ctx) {
     if (!o.dump_logits.empty() && o.prompt_ids.empty()) {
       return fail(ctx, "--dump-logits needs --prompt-ids");
     }
+    if (o.token_by_token && o.dump_logits.empty()) {
+      return fail(ctx, "--token-by-token needs --dump-logits FILE and --prompt-ids");
+    }
     if (!o.prompt_ids.empty() && o.dump_logits.empty()) {
       return fail(ctx, "--prompt-ids needs --dump-logits FILE");
     }

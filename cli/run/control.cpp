@@ -50,6 +50,7 @@ std::vector<std::string> worker_arguments(const RunOptions& o) {
   if (o.chat) a.push_back("--chat");
   if (!o.prompt_ids.empty()) add("--prompt-ids", o.prompt_ids);
   if (!o.dump_logits.empty()) add("--dump-logits", absolute(o.dump_logits));
+  if (o.token_by_token) a.push_back("--token-by-token");
   add("--max-new-tokens", std::to_string(o.max_new_tokens));
   add("--temperature", number(o.temperature));
   add("--top-k", std::to_string(o.top_k));

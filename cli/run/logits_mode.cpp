@@ -1,6 +1,7 @@
 // `run qwen --prompt-ids --dump-logits`: the logits of given token ids, for comparisons.
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,28 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
   return ids;
 }
 
+// Every position's logits from one prefill of the ids.
+Expected<std::vector<float>> logits_at_once(Model& model, Sequence& seq, const std::vector<int32_t>& ids) {
+  Chunk chunk{&seq, ids};
+  auto logits = model.forward({&chunk, 1}, true);
+  if (!logits) return logits.error();
+  return model.gather_vocab(*logits, static_cast<int>(ids.size()));
+}
+
+// The same positions fed one forward step each: the decode path (for
+// Qwen3.5 the one-step delta-rule recurrence instead of the chunked form).
+Expected<std::vector<float>> logits_token_by_token(Model& model, Sequence& seq, const std::vector<int32_t>& ids) {
+  std::vector<float> all;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Chunk chunk{&seq, std::span<const int32_t>(&ids[i], 1)};
+    auto logits = model.forward({&chunk, 1}, true);
+    if (!logits) return logits.error();
+    const std::vector<float> row = model.gather_vocab(*logits, 1);
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
+}
+
 }  // namespace
 
 void run_dump_logits(Context& ctx, const RunOptions& o, Communicator* comm) {
@@ -47,15 +70,13 @@ void run_dump_logits(Context& ctx, const RunOptions& o, Communicator* comm) {
   if (!loaded) return fail(ctx, loaded.error().message);
   Model& model = *loaded->model;
   auto seq = model.new_sequence();
-  Chunk chunk{seq.get(), *ids};
-  auto logits = model.forward({&chunk, 1}, true);
-  if (!logits) return fail(ctx, logits.error().message);
   const int rows = static_cast<int>(ids->size());
-  const std::vector<float> full = model.gather_vocab(*logits, rows);
+  auto full = o.token_by_token ? logits_token_by_token(model, *seq, *ids) : logits_at_once(model, *seq, *ids);
+  if (!full) return fail(ctx, full.error().message);
   if (!is_leader(comm)) return;
   const int32_t header[2] = {rows, model.config().vocab};
   std::string data(reinterpret_cast<const char*>(header), sizeof header);
-  data.append(reinterpret_cast<const char*>(full.data()), full.size() * sizeof(float));
+  data.append(reinterpret_cast<const char*>(full->data()), full->size() * sizeof(float));
   if (auto written = write_file_atomic(o.dump_logits, data); !written) {
     return fail(ctx, written.error().message);
   }

@@ -80,6 +80,8 @@ void add_qwen_options(CLI::App& qwen_app, RunOptions& o) {
   qwen->add_option("--system", o.system, "system message (default: Qwen's)");
   qwen->add_option("--dump-logits", o.dump_logits,
                    "with --prompt-ids: write int32 n_tokens, int32 n_vocab, float32 logits");
+  qwen->add_flag("--token-by-token", o.token_by_token,
+                 "with --dump-logits: feed the ids one step each (the decode path) instead of one prefill");
   qwen->add_option("-n,--max-new-tokens", o.max_new_tokens)->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   qwen->add_option("--temperature", o.temperature)->capture_default_str()

@@ -37,6 +37,7 @@ struct RunOptions {
 
   std::string prompt_ids;
   std::string dump_logits;
+  bool token_by_token = false;  // --dump-logits: one forward step per token (decode) instead of one prefill
 
   bool bench = false;
   // --serve [HOST:]PORT: the OpenAI-compatible server (engine/serve/); --port [--host] say the same.

@@ -18,12 +18,14 @@ namespace {
 
 constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-// Projections that read one input share its g_idx (q/k/v, gate/up).
+// Projections that read one input share its g_idx (q/k/v, gate/up, the Gated
+// DeltaNet's in_proj_qkv/z/b/a): act-order ranks that input's channels once.
 std::string input_key(const std::string& base) {
   const size_t dot = base.rfind('.');
   const std::string owner = base.substr(0, dot), leaf = base.substr(dot + 1);
   if (leaf == "q_proj" || leaf == "k_proj" || leaf == "v_proj") return owner + ".qkv";
   if (leaf == "gate_proj" || leaf == "up_proj" || leaf == "w1" || leaf == "w2") return owner + ".gate_up";
+  if (leaf.starts_with("in_proj_")) return owner + ".in_proj";
   return base;
 }
 
@@ -180,7 +182,14 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
   ModelConfig plain_config = config;
   plain_config.quant = QuantConfig{};
   for (const auto& t : expected_tensors(plain_config)) {
-    const bool projection = t.role == TensorRole::linear && !unquantized_linear(t.name);
+    // 2-D only: Qwen3.5's depthwise conv1d weight [C, 1, K] stays as it is.
+    const bool projection = t.role == TensorRole::linear && t.shape.size() == 2 && !unquantized_linear(t.name);
+    if (!projection && t.dtype == DType::f32) {  // Qwen3.5's A_log and gated-norm weight
+      auto values = plain.read_f32(t.name);
+      if (!values) return values.error();
+      tensors.push_back({t.name, DType::f32, t.shape, bytes_of(*values)});
+      continue;
+    }
     if (!projection) {
       auto values = plain.read_bf16(t.name);
       if (!values) return values.error();

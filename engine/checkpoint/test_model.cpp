@@ -212,7 +212,9 @@ Expected<void> validate_qwen35_spec(const TestModelSpec& spec) {
       static_cast<int>(rotary) % 2 != 0) {
     return spec_error("partial-rotary", "--head-dim x it must be a positive even integer, got " + std::to_string(rotary));
   }
-  if (!spec.quant.empty()) return spec_error("quant", "quantized Qwen3.5 test checkpoints are not supported; leave out --quant");
+  if (!spec.quant.empty() && spec.arch == Architecture::qwen3_5_moe) {
+    return spec_error("quant", "quantized Qwen3.5-MoE test checkpoints are not supported (dense qwen3_5 is); leave out --quant");
+  }
   return {};
 }
 
@@ -509,7 +511,11 @@ static ordered_json qwen2_moe_config(const TestModelSpec& s) {
 }
 
 std::string test_model_config_json(const TestModelSpec& s) {
-  if (s.arch == Architecture::qwen3_5 || s.arch == Architecture::qwen3_5_moe) return qwen35_config(s).dump(2) + "\n";
+  if (s.arch == Architecture::qwen3_5 || s.arch == Architecture::qwen3_5_moe) {
+    ordered_json c = qwen35_config(s);
+    if (!s.quant.empty()) c["quantization_config"] = quantization_config(s);
+    return c.dump(2) + "\n";
+  }
   ordered_json c;
   if (!s.quant.empty()) c["quantization_config"] = quantization_config(s);
   if (s.arch == Architecture::qwen1) {

@@ -7,8 +7,9 @@
 # fp32 tolerance on 1 rank and 2 ranks (--local 2, the linear-attention
 # heads split), every case, and on 4 ranks (one value head and one attention
 # head a rank) the longest and the shortest case only, as each 4-rank launch
-# costs seconds on a 2-core CI host; `run qwen --bench` on the qwen3.5-0.8b preset cut to 4 layers
-# reports the per-sequence state and KV bytes.
+# costs seconds on a 2-core CI host; the longest case once more token by token
+# (--token-by-token: the decode path) on 2 ranks; `run qwen --bench` on the
+# qwen3.5-0.8b preset cut to 4 layers reports the per-sequence state and KV bytes.
 source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
 
 golden_file() {  # NAME -> the golden json (tests/data, else ../shared)
@@ -113,6 +114,17 @@ for name in qwen35-tiny-s19 qwen35moe-tiny-s33; do
       echo "ok: $name, $ranks rank(s), case $c: $result"
     done
   done
+
+  # The decode path (one forward step per token: the delta rule's one-step
+  # recurrence) on 2 ranks, the longest case.
+  c=${longest_and_shortest%% *}
+  ids=$(golden_field "$name" "','.join(map(str, g['cases'][$c]['prompt']))")
+  "$X" run qwen --local 2 --cores-per-rank 1 --model "$shared/$name" --dtype fp32 --kv-dtype fp32 \
+    --prompt-ids "$ids" --token-by-token --dump-logits "$shared/logits.bin" >/dev/null 2>"$TEST_TMP/err" \
+    || fail "$name, token by token: dump-logits failed: $(cat "$TEST_TMP/err")"
+  result=$(check_logits "$name" "$c" "$shared/logits.bin") \
+    || fail "$name, 2 ranks, token by token, case $c: logits differ from the reference: $result"
+  echo "ok: $name, 2 ranks, token by token, case $c: $result"
 done
 
 step "--bench on qwen3.5-0.8b cut to 4 layers: the per-sequence state and KV bytes"

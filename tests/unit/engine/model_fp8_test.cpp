@@ -207,6 +207,12 @@ TestModelSpec spec_of(const Case& c) {
     spec.moe_intermediate = 256;
     spec.shared_intermediate = 256;
   }
+  if (c.arch == Architecture::qwen3_5) {
+    // Key and value widths of 128 and 256 rows: q, k and v of in_proj_qkv start on blocks;
+    // the second layer is gated attention.
+    spec.linear_head_dim = 64;
+    spec.full_attn_interval = 2;
+  }
   return spec;
 }
 
@@ -276,7 +282,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3_moe_partial_blocks", Architecture::qwen3_moe, false, 1},
                       Case{"qwen3_moe_wide", Architecture::qwen3_moe, true, 2},
                       // No published Qwen2-MoE FP8 checkpoint, but the same layout covers its shared expert.
-                      Case{"qwen2_moe_shared_expert", Architecture::qwen2_moe, true, 2}),
+                      Case{"qwen2_moe_shared_expert", Architecture::qwen2_moe, true, 2},
+                      // One rank: a rank's share of in_proj_a/b (a row per value head) would cut their block.
+                      Case{"qwen3_5_wide", Architecture::qwen3_5, true, 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized) {

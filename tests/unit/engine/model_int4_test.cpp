@@ -181,6 +181,8 @@ TEST_P(Int4Checkpoint, LogitsMatchTheDequantizedModelInFp32AtOneAndTwoRanks) {
   spec.desc_act = c.desc_act;
   spec.experts = 4;
   spec.moe_intermediate = 64;  // two groups of 32 per expert: one a rank at 2 ranks
+  spec.linear_value_heads = 16;  // in_proj_a/b: a row per value head, 8 (one packed int32) a rank at 2 ranks
+  spec.full_attn_interval = 2;   // Qwen3.5: the second layer gated attention
   const std::string dir = (fs::temp_directory_path() / ("xft-int4-" + std::string(c.name) + "-" +
                                                         std::to_string(::getpid()))).string();
   auto written = write_test_model(dir, spec, WriteOptions{"", true});
@@ -231,7 +233,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3_moe_gptq_desc_act", Architecture::qwen3_moe, "gptq", 32, true},
                       Case{"qwen3_moe_awq_g32", Architecture::qwen3_moe, "awq", 32, false},
                       Case{"qwen2_moe_gptq_g32", Architecture::qwen2_moe, "gptq", 32, false},
-                      Case{"qwen2_moe_awq_g64", Architecture::qwen2_moe, "awq", 64, false}),
+                      Case{"qwen2_moe_awq_g64", Architecture::qwen2_moe, "awq", 64, false},
+                      // Every Gated DeltaNet and gated-attention projection packed; conv1d, A_log, norms not.
+                      Case{"qwen3_5_gptq_g32", Architecture::qwen3_5, "gptq", 32, false},
+                      Case{"qwen3_5_gptq_desc_act", Architecture::qwen3_5, "gptq", 32, true},
+                      Case{"qwen3_5_awq_g32", Architecture::qwen3_5, "awq", 32, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Int4Checkpoint, FormatNameAndDecodeBytesFollowTheCheckpoint) {
