@@ -74,8 +74,12 @@ Expected<std::vector<inventory::Host>> load_hostfile_hosts(const std::string& in
 
 Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                       const launcher::PlanOptions& options, int& failure_code) {
-  auto hosts = flags.hostfile.empty() ? load_selected_hosts(ctx.inventory_flag, reach.hosts)
-                                      : load_hostfile_hosts(ctx.inventory_flag, flags.hostfile);
+  auto listed = flags.hostfile.empty() ? load_selected_hosts(ctx.inventory_flag, reach.hosts)
+                                       : load_hostfile_hosts(ctx.inventory_flag, flags.hostfile);
+  if (!listed) return listed.error();
+  // Resolved here: the launch site and mpirun's host list need the real
+  // addresses and bastions of hosts an inventory names by alias.
+  auto hosts = hosts_as_reached(std::move(*listed), reach);
   if (!hosts) return hosts.error();
   auto transport = make_ssh_transport(reach);
   launcher::FactsRequest request;
