@@ -206,9 +206,16 @@ Expected<void> apply_rank_env(const std::vector<std::string>& items, launcher::M
 
 Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
                                           std::vector<std::string> command) {
+  // mpirun's ssh checks host keys in the file xftctl's own sessions use: the
+  // first host's (a UserKnownHostsFile in ~/.ssh/config counts), one file for all.
   std::string known_hosts;
-  if (!planned.hosts.empty())
-    known_hosts = reach.known_hosts.empty() ? remote::default_known_hosts_path() : reach.known_hosts;
+  if (!planned.hosts.empty()) {
+    remote::SshOptions options;
+    options.known_hosts_path = reach.known_hosts;
+    bool named = remote::known_hosts_named(options);
+    if (options.known_hosts_path.empty()) options.known_hosts_path = remote::default_known_hosts_path();
+    known_hosts = remote::host_key_check_for(planned.hosts.front(), options, named).known_hosts;
+  }
   auto spec = launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
   if (!spec) return spec;
   if (auto applied = apply_rank_env(planned.env, *spec); !applied) return applied.error();

@@ -509,9 +509,13 @@ std::string default_known_hosts_path() {
 
 SshTransport::SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice)
     : options_(std::move(options)), passwords_(std::move(passwords)), notice_(std::move(notice)) {
-  const char* from_environment = std::getenv("XFTCTL_KNOWN_HOSTS");
-  known_hosts_explicit_ = !options_.known_hosts_path.empty() || (from_environment && *from_environment);
+  known_hosts_explicit_ = known_hosts_named(options_);
   if (options_.known_hosts_path.empty()) options_.known_hosts_path = default_known_hosts_path();
+}
+
+bool known_hosts_named(const SshOptions& options) {
+  const char* from_environment = std::getenv("XFTCTL_KNOWN_HOSTS");
+  return !options.known_hosts_path.empty() || (from_environment && *from_environment);
 }
 
 HostKeyCheck host_key_check_for(const inventory::Host& host, const SshOptions& options, bool known_hosts_explicit) {

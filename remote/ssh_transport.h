@@ -42,6 +42,9 @@ struct HostKeyCheck {
   bool operator==(const HostKeyCheck&) const = default;
 };
 HostKeyCheck host_key_check_for(const inventory::Host& host, const SshOptions& options, bool known_hosts_explicit);
+// Whether the command line or $XFTCTL_KNOWN_HOSTS names the known_hosts file
+// (`options` as given, before the default is filled in).
+bool known_hosts_named(const SshOptions& options);
 
 class SshTransport : public Transport {
  public:

@@ -199,5 +199,20 @@ TEST(SshConfigHostKeyCheck, TheCommandLineOutranksTheConfig) {
   EXPECT_EQ((HostKeyCheck{"/xftctl/known_hosts", true}), host_key_check_for(host, options, false));
 }
 
+TEST(SshConfigHostKeyCheck, KnownHostsNamedByTheFlagOrTheEnvironment) {
+  const char* saved = std::getenv("XFTCTL_KNOWN_HOSTS");
+  std::string before = saved ? saved : "";
+  ::unsetenv("XFTCTL_KNOWN_HOSTS");
+  SshOptions options;
+  EXPECT_FALSE(known_hosts_named(options));
+  options.known_hosts_path = "/flag/known_hosts";
+  EXPECT_TRUE(known_hosts_named(options));
+  options.known_hosts_path.clear();
+  ::setenv("XFTCTL_KNOWN_HOSTS", "/environment/known_hosts", 1);
+  EXPECT_TRUE(known_hosts_named(options));
+  if (saved) ::setenv("XFTCTL_KNOWN_HOSTS", before.c_str(), 1);
+  else ::unsetenv("XFTCTL_KNOWN_HOSTS");
+}
+
 }  // namespace
 }  // namespace xft::remote
