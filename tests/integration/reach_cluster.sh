@@ -214,7 +214,7 @@ stage "4. the sudo password is in no argv, no output and no file"
 assert_not_contains "$all_out" "$SUDO_PASSWORD" "xftctl's output"
 [[ -s $TEST_TMP/ps.log ]] || fail "no process list was sampled"
 if grep -qF "$SUDO_PASSWORD" "$TEST_TMP/ps.log"; then fail "the sudo password in a process argument list"; fi
-if grep -rlF "$SUDO_PASSWORD" "$TEST_TMP" --exclude=etc_shadow --exclude=ps.log 2>/dev/null; then
+if grep -rlF "$SUDO_PASSWORD" "$TEST_TMP" "$shared" --exclude=etc_shadow --exclude=ps.log 2>/dev/null; then
   fail "the sudo password in a file (above)"
 fi
 for h in "${CLUSTER_NODES[@]}"; do
