@@ -145,6 +145,8 @@ struct PairRun {
 
 // The pair worker's exit status when a port it must bind is taken.
 constexpr int kWorkerPortInUse = 3;
+// The server's line on stdout once its ports listen.
+constexpr const char* kWorkerListening = "pair-worker: listening";
 
 // The default ports: above Linux's default ephemeral range (32768-60999), so
 // no outgoing connection of the hosts (SSH, a rank, an earlier pair's client)
@@ -211,10 +213,20 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
   std::string server_error;
   int server_status = 0;
   std::atomic<bool> server_done{false};
+  // The server says when it listens; the control node also asks the port
+  // itself, where it can reach it (not behind a bastion).
+  std::atomic<bool> listening{false};
+  remote::RunOptions server_options = options;
+  std::string server_out;
+  server_options.on_output = [&](bool is_stderr, std::string_view chunk) {
+    if (is_stderr || listening) return;
+    server_out.append(chunk.substr(0, 256));
+    if (server_out.find(kWorkerListening) != std::string::npos) listening = true;
+  };
   std::thread server([&] {
     auto run = to.session->run(
         launcher::shell_join(worker_command(flags, libfabric_env(to), "server", provider, fabric_address(to), "", port)),
-        options);
+        server_options);
     if (!run) server_error = run.error().message;
     else if ((server_status = run->exit_status) != 0) server_error = first_line(run->err);
     server_done = true;
@@ -224,8 +236,9 @@ PairRun run_pair_on(const FabricFlags& flags, HostProbe& from, HostProbe& to, in
   // asks the port itself; where it cannot reach it, the client starts anyway
   // after the wait and reports what it sees.
   auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (!server_done && std::chrono::steady_clock::now() < ready_by &&
-         !fabric::probe_tcp(fabric_address(to), port, std::chrono::milliseconds(500)).ok)
+  const bool reachable_here = to.session->host().jump.empty();  // ~/.ssh/config's ProxyJump too
+  while (!server_done && !listening && std::chrono::steady_clock::now() < ready_by &&
+         !(reachable_here && fabric::probe_tcp(fabric_address(to), port, std::chrono::milliseconds(500)).ok))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (server_done && !server_error.empty()) {  // it never listened: nothing to measure
     server.join();
@@ -553,6 +566,10 @@ void run_pair_worker(Context& ctx, WorkerFlags& flags) {
   }
   flags.options.connect_timeout = std::chrono::milliseconds(flags.pair_timeout_s * 1000);
   if (flags.role == "server") {
+    flags.options.on_listening = [] {
+      std::printf("%s\n", kWorkerListening);
+      std::fflush(stdout);
+    };
     auto served = fabric::serve_pingpong(flags.options);
     if (!served) {
       log::write_located(log::Level::err, served.error().message);

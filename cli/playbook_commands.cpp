@@ -36,6 +36,7 @@ struct PlayFlags {
   bool json = false;
   std::vector<std::string> skip;
   std::vector<std::string> extra_vars;  // -e NAME=VALUE
+  bool root_ssh = false;                // setup hosts --root-ssh
 };
 
 // Where the shipped playbooks and templates are: $XFTCTL_DATA_DIR, beside the
@@ -216,6 +217,7 @@ void run_setup_hosts(Context& ctx, const ReachFlags& reach, const PlayFlags& fla
   vars["control_pubkey"] = *control_key;
   vars["run_id"] = random_id();
   vars["nfs_enabled"] = inventory->nfs.has_value();
+  vars["root_ssh"] = flags.root_ssh;
   if (inventory->nfs) {
     const auto* server = inventory->find(inventory->nfs->server);
     if (!server) return fail(*path + ": nfs.server " + inventory->nfs->server + " is not an inventory host");
@@ -256,6 +258,9 @@ void add_playbook_commands(CLI::App& app, Context& ctx) {
       "passwordless SSH between all hosts, known_hosts, /etc/hosts, packages, the shared path "
       "(exit 2: a host failed, 4: unreachable)");
   add_play_flags(*hosts, flags);
+  hosts->add_flag("--root-ssh", flags.root_ssh,
+                  "also passwordless SSH for root between the hosts, where the login user is not root (sshd's "
+                  "PermitRootLogin still decides whether root may log in)");
   add_reach_flags(*hosts, reach);
   hosts->footer(
       "Tags for --skip: packages, nfs, shared. The first run logs in with the inventory's password "

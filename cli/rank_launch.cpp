@@ -74,8 +74,12 @@ Expected<std::vector<inventory::Host>> load_hostfile_hosts(const std::string& in
 
 Expected<PlannedRanks> plan_inventory(const Context& ctx, const PlanFlags& flags, const ReachFlags& reach,
                                       const launcher::PlanOptions& options, int& failure_code) {
-  auto hosts = flags.hostfile.empty() ? load_selected_hosts(ctx.inventory_flag, reach.hosts)
-                                      : load_hostfile_hosts(ctx.inventory_flag, flags.hostfile);
+  auto listed = flags.hostfile.empty() ? load_selected_hosts(ctx.inventory_flag, reach.hosts)
+                                       : load_hostfile_hosts(ctx.inventory_flag, flags.hostfile);
+  if (!listed) return listed.error();
+  // Resolved here: the launch site and mpirun's host list need the real
+  // addresses and bastions of hosts an inventory names by alias.
+  auto hosts = hosts_as_reached(std::move(*listed), reach);
   if (!hosts) return hosts.error();
   auto transport = make_ssh_transport(reach);
   launcher::FactsRequest request;
@@ -202,9 +206,16 @@ Expected<void> apply_rank_env(const std::vector<std::string>& items, launcher::M
 
 Expected<launcher::MpirunSpec> mpirun_for(const PlannedRanks& planned, const ReachFlags& reach,
                                           std::vector<std::string> command) {
+  // mpirun's ssh checks host keys in the file xftctl's own sessions use: the
+  // first host's (a UserKnownHostsFile in ~/.ssh/config counts), one file for all.
   std::string known_hosts;
-  if (!planned.hosts.empty())
-    known_hosts = reach.known_hosts.empty() ? remote::default_known_hosts_path() : reach.known_hosts;
+  if (!planned.hosts.empty()) {
+    remote::SshOptions options;
+    options.known_hosts_path = reach.known_hosts;
+    bool named = remote::known_hosts_named(options);
+    if (options.known_hosts_path.empty()) options.known_hosts_path = remote::default_known_hosts_path();
+    known_hosts = remote::host_key_check_for(planned.hosts.front(), options, named).known_hosts;
+  }
   auto spec = launcher::mpirun_spec_for(planned.plan, planned.hosts, known_hosts, std::move(command));
   if (!spec) return spec;
   if (auto applied = apply_rank_env(planned.env, *spec); !applied) return applied.error();

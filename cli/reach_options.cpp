@@ -95,15 +95,29 @@ class NoticingTransport : public remote::Transport {
 
 }  // namespace
 
+std::string ssh_config_path(const ReachFlags& flags) {
+  return flags.ssh_config == "none"  ? std::string()
+         : flags.ssh_config.empty() ? remote::default_ssh_config_path()
+                                    : flags.ssh_config;
+}
+
+Expected<std::vector<inventory::Host>> hosts_as_reached(std::vector<inventory::Host> hosts, const ReachFlags& flags) {
+  const std::string config = ssh_config_path(flags);
+  for (auto& host : hosts) {
+    auto reached = remote::apply_ssh_config(host, config);
+    if (!reached) return reached.error();
+    host = std::move(*reached);
+  }
+  return hosts;
+}
+
 std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags) {
   remote::SshOptions options;
   options.known_hosts_path = flags.known_hosts;
   options.accept_new_host_keys = flags.accept_new_host_keys;
   options.connect_timeout_s = flags.connect_timeout_s;
   options.command_timeout_s = flags.timeout_s;
-  options.ssh_config = flags.ssh_config == "none"  ? std::string()
-                       : flags.ssh_config.empty() ? remote::default_ssh_config_path()
-                                                  : flags.ssh_config;
+  options.ssh_config = ssh_config_path(flags);
   return std::make_unique<NoticingTransport>(options, std::make_shared<TrustedKeyNotices>());
 }
 

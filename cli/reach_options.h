@@ -34,6 +34,12 @@ void add_reach_flags(CLI::App& command, ReachFlags& flags);
 // libssh transport; passwords from the environment or a prompt; the host keys
 // it trusts on first use are told on stderr, folded, when it is destroyed.
 std::unique_ptr<remote::Transport> make_ssh_transport(const ReachFlags& flags);
+// The OpenSSH client config the flags choose (--ssh-config FILE|none, else
+// ~/.ssh/config when it exists); "" for none.
+std::string ssh_config_path(const ReachFlags& flags);
+// `hosts` with what that config fills in (address, user, bastions, key): for
+// decisions made before any session opens, such as where mpirun runs.
+Expected<std::vector<inventory::Host>> hosts_as_reached(std::vector<inventory::Host> hosts, const ReachFlags& flags);
 
 // Locates and loads the inventory, then applies --limit (inventory::select_hosts).
 Expected<std::vector<inventory::Host>> load_selected_hosts(const std::string& inventory_flag,

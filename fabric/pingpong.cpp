@@ -478,6 +478,7 @@ Expected<void, ServeError> serve_pingpong(const PingPongOptions& options) {
     return ServeError{opened.error().message, endpoint.address_in_use()};
   auto listener = tcp_listen(options.local_address, options.tcp_port);
   if (!listener) return listener.error();
+  if (options.on_listening) options.on_listening();
 
   // The client's plain TCP probe (closed at once), then the name exchange.
   bool have_peer = false;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct PingPongOptions {
   int iterations = 200;       // for the smallest size; fewer for large ones (see iterations_for)
   std::chrono::milliseconds connect_timeout{3000};  // each of: TCP, SSH port, first libfabric message
   std::chrono::milliseconds run_timeout{20000};     // the whole measurement
+  // Server only: called once both ports listen (the pair worker then says so
+  // on stdout, which the control node reads when it cannot reach the port).
+  std::function<void()> on_listening;
 };
 
 // Round trips for one size: enough to average, capped so one size moves at

@@ -74,6 +74,13 @@ struct Host {
   struct Given {
     bool address = false, user = false, port = false, jump = false;
   } given;
+  // How the host's key is checked, from ~/.ssh/config (UserKnownHostsFile,
+  // StrictHostKeyChecking): the inventory has no such fields, so only the
+  // command line's --known-hosts and --accept-new-host-keys outrank them.
+  struct HostKeys {
+    std::string known_hosts;          // empty: xftctl's own file
+    std::optional<bool> accept_new;   // accept-new/no: true; yes/ask: false; unset: the command line's
+  } host_keys;
   Ranks ranks;
   Fabric fabric;
   std::string shared;               // path every host must see the same; empty when none

@@ -203,6 +203,9 @@ void connect_all(std::vector<HostSlot>& slots, remote::Transport& transport, con
     TaskResult result;
     if (sessions[i]) {
       slot.session = std::move(*sessions[i]);
+      // The session's host: what ~/.ssh/config filled in (address, user) is
+      // what the host's facts ({{home}}, /etc/hosts, known_hosts) must say.
+      slot.host = slot.session->host();
       slot.facts.update(host_facts(slot.host, slot.session->host_key(), settings.check));
       result.msg = slot.session->host_key().substr(0, slot.session->host_key().find(' '));
     } else {

@@ -508,25 +508,44 @@ std::string default_known_hosts_path() {
 }
 
 SshTransport::SshTransport(SshOptions options, std::shared_ptr<PasswordSource> passwords, Notice notice)
-    : options_(std::move(options)), passwords_(std::move(passwords)) {
+    : options_(std::move(options)), passwords_(std::move(passwords)), notice_(std::move(notice)) {
+  known_hosts_explicit_ = known_hosts_named(options_);
   if (options_.known_hosts_path.empty()) options_.known_hosts_path = default_known_hosts_path();
-  known_hosts_ = std::make_unique<KnownHostsStore>(options_.known_hosts_path,
-                                                   options_.accept_new_host_keys, std::move(notice));
+}
+
+bool known_hosts_named(const SshOptions& options) {
+  const char* from_environment = std::getenv("XFTCTL_KNOWN_HOSTS");
+  return !options.known_hosts_path.empty() || (from_environment && *from_environment);
+}
+
+HostKeyCheck host_key_check_for(const inventory::Host& host, const SshOptions& options, bool known_hosts_explicit) {
+  HostKeyCheck check;
+  check.known_hosts = known_hosts_explicit || host.host_keys.known_hosts.empty() ? options.known_hosts_path
+                                                                                 : host.host_keys.known_hosts;
+  check.accept_new = options.accept_new_host_keys || host.host_keys.accept_new.value_or(false);
+  return check;
+}
+
+KnownHostsStore& SshTransport::known_hosts_for(const HostKeyCheck& check) {
+  std::lock_guard lock(stores_mutex_);
+  auto& store = stores_[{check.known_hosts, check.accept_new}];
+  if (!store) store = std::make_unique<KnownHostsStore>(check.known_hosts, check.accept_new, notice_);
+  return *store;
 }
 
 SshTransport::~SshTransport() = default;
 
 namespace {
 
-Remote<void> set_session_options(ssh_session session, const inventory::Host& host,
-                                 const SshOptions& options, const std::string& label, int socket) {
+Remote<void> set_session_options(ssh_session session, const inventory::Host& host, const SshOptions& options,
+                                 const std::string& known_hosts_path, const std::string& label, int socket) {
   bool process_config = false;
   int nodelay = 1;
   long timeout = std::max(options.connect_timeout_s, 1);
   unsigned port = static_cast<unsigned>(host.port);
   // Our own file for the host key algorithm preference too: libssh then asks
   // for the key type already recorded instead of tripping a "changed" check.
-  const char* known_hosts = options.known_hosts_path.c_str();
+  const char* known_hosts = known_hosts_path.c_str();
   bool ok = ssh_options_set(session, SSH_OPTIONS_PROCESS_CONFIG, &process_config) == SSH_OK &&
             ssh_options_set(session, SSH_OPTIONS_HOST, host.address.c_str()) == SSH_OK &&
             ssh_options_set(session, SSH_OPTIONS_PORT, &port) == SSH_OK &&
@@ -574,6 +593,7 @@ inventory::Host bastion_host(const inventory::JumpHost& jump, const inventory::H
   bastion.port = jump.port;
   bastion.user = jump.user.empty() ? behind.user : jump.user;
   bastion.credentials.key = behind.credentials.key;
+  bastion.host_keys = behind.host_keys;
   return bastion;
 }
 
@@ -587,7 +607,7 @@ Remote<SessionHandle> open_session(const SshOptions& options, KnownHostsStore& k
     if (socket >= 0) ::close(socket);
     return RemoteError{Failure::other, label + ": cannot allocate an SSH session"};
   }
-  if (auto set = set_session_options(session.get(), host, options, label, socket); !set) {
+  if (auto set = set_session_options(session.get(), host, options, known_hosts.path(), label, socket); !set) {
     if (socket >= 0) ::close(socket);
     return set.error();
   }
@@ -622,13 +642,14 @@ Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Ho
   std::string label = host_label(host);
   // Through each bastion in turn: the first one directly, every next hop
   // (the second bastion, then the host) over a channel of the one before.
+  KnownHostsStore& known_hosts = known_hosts_for(host_key_check_for(host, options_, known_hosts_explicit_));
   std::vector<std::unique_ptr<Tunnel>> tunnels;
   int socket = -1;
   for (size_t i = 0; i < host.jump.size(); ++i) {
     inventory::Host bastion = bastion_host(host.jump[i], host);
     std::string bastion_label = label + " via " + bastion.name;
     std::string ignored_key;
-    auto session = open_session(options_, *known_hosts_, passwords_.get(), bastion, bastion_label, socket, ignored_key);
+    auto session = open_session(options_, known_hosts, passwords_.get(), bastion, bastion_label, socket, ignored_key);
     if (!session) return session.error();
     bool last = i + 1 == host.jump.size();
     const std::string& next_address = last ? host.address : host.jump[i + 1].address;
@@ -639,7 +660,7 @@ Remote<std::unique_ptr<RemoteSession>> SshTransport::connect(const inventory::Ho
     tunnels.push_back(std::move(*tunnel));
   }
   std::string host_key;
-  auto session = open_session(options_, *known_hosts_, passwords_.get(), host, label, socket, host_key);
+  auto session = open_session(options_, known_hosts, passwords_.get(), host, label, socket, host_key);
   if (!session) return session.error();
   return std::unique_ptr<RemoteSession>(new SshSession(std::move(tunnels), std::move(*session), host, host_key,
                                                        options_.command_timeout_s));

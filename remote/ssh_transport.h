@@ -7,8 +7,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "remote/credentials.h"
 #include "remote/known_hosts.h"
@@ -29,6 +32,20 @@ struct SshOptions {
 // $XFTCTL_KNOWN_HOSTS, else ~/.config/xftctl/known_hosts.
 std::string default_known_hosts_path();
 
+// Which known_hosts file checks a host's key, and whether a new key is
+// trusted: --known-hosts or $XFTCTL_KNOWN_HOSTS (`known_hosts_explicit`), else
+// the host's UserKnownHostsFile, else xftctl's own file; --accept-new-host-keys,
+// else the host's StrictHostKeyChecking, else no.
+struct HostKeyCheck {
+  std::string known_hosts;
+  bool accept_new = false;
+  bool operator==(const HostKeyCheck&) const = default;
+};
+HostKeyCheck host_key_check_for(const inventory::Host& host, const SshOptions& options, bool known_hosts_explicit);
+// Whether the command line or $XFTCTL_KNOWN_HOSTS names the known_hosts file
+// (`options` as given, before the default is filled in).
+bool known_hosts_named(const SshOptions& options);
+
 class SshTransport : public Transport {
  public:
   using Notice = KnownHostsStore::Notice;
@@ -41,9 +58,15 @@ class SshTransport : public Transport {
   const SshOptions& options() const { return options_; }
 
  private:
+  // One store per file and policy, made when a host first needs it.
+  KnownHostsStore& known_hosts_for(const HostKeyCheck& check);
+
   SshOptions options_;
+  bool known_hosts_explicit_ = false;
   std::shared_ptr<PasswordSource> passwords_;
-  std::unique_ptr<KnownHostsStore> known_hosts_;
+  Notice notice_;
+  std::mutex stores_mutex_;
+  std::map<std::pair<std::string, bool>, std::unique_ptr<KnownHostsStore>> stores_;
 };
 
 }  // namespace xft::remote

@@ -213,6 +213,9 @@ literal_row() {  # FIELD VALUE
 
 while IFS=$'\t' read -r field expect raw; do
   [[ -z $field || $field == \#* ]] && continue
+  # mpirun on the first host behind a bastion: a real /bin/sh reads those in
+  # tests/unit/launcher/launch_through_test.cpp (these hosts have no bastion).
+  [[ $field == first_host_arg || $field == first_host_env ]] && continue
   printf -v value '%b' "$raw"
   step "$expect $field $(json "$value")"
   case $expect in

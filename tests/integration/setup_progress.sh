@@ -42,8 +42,8 @@ assert_eq '[0,0,0,0]' "$(jq -c '[.recap[] | .changed + .failed + .unreachable]' 
 assert_eq 1 "$(jq -s length "$TEST_TMP/report.json")" "documents on stdout"
 tty=$(cat "$TEST_TMP/tty")
 assert_not_contains "$tty" $'\n' "a line feed on the terminal (the progress is one line)"
-for task in $(seq 1 18); do
-  grep -qE $'\r'"setup hosts \[ *[0-9]+%\] task $task/18, 0/[14] hosts: " <<<"$tty" ||
+for task in $(seq 1 22); do
+  grep -qE $'\r'"setup hosts \[ *[0-9]+%\] task $task/22, 0/[14] hosts: " <<<"$tty" ||
     fail "no progress line for task $task: $(cat -v <<<"$tty")"
 done
 assert_eq "$CLEAR" "${tty: -4}" "the terminal's last bytes clear the line"

@@ -170,9 +170,10 @@ TEST(HostileValues, EveryRowHasAKnownField) {
   ASSERT_FALSE(rows.empty());
   auto fields = inventory_fields();
   for (const auto& row : rows) {
-    // sync_dest: the sync integration test; CCL_ALLREDUCE: tests/unit/cli/allreduce_selection_test.cpp.
+    // sync_dest: the sync integration test; CCL_ALLREDUCE: tests/unit/cli/allreduce_selection_test.cpp;
+    // first_host_*: tests/unit/launcher/launch_through_test.cpp.
     bool known = fields.count(row.field) || row.field == "extra_var" || row.field == "sync_dest" ||
-                 row.field == "CCL_ALLREDUCE" ||
+                 row.field == "CCL_ALLREDUCE" || row.field == "first_host_arg" || row.field == "first_host_env" ||
                  (is_ansible_row(row) && ansible_reader(row.field.substr(8)));
     EXPECT_TRUE(known) << describe_row(row) << ": no test consumes FIELD " << row.field
                        << " (teach hostile_values_test.cpp or extra_vars_test.cpp the field)";

@@ -348,7 +348,7 @@ TEST(ShippedPlaybook, NoHandQuotedTagsNoRawForm) {
     }
     shell_strings += task.kind == TaskKind::shell;
   }
-  EXPECT_EQ(4, argv_commands);
+  EXPECT_EQ(6, argv_commands);
   EXPECT_EQ(2, shell_strings);
 }
 

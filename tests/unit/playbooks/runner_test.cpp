@@ -228,6 +228,14 @@ TASK [every host's key and the control node's key authorized on every host]
   ok: node[01-64]
 TASK [known_hosts holds every host by name and address, from the keys this run verified]
   ok: node[01-64]
+TASK [root's known_hosts holds every host (--root-ssh; makes /root/.ssh 0700)]
+  skipped: node[01-64]
+TASK [root's ed25519 key pair (--root-ssh; an existing one is kept)]
+  skipped: node[01-64]
+TASK [read root's public key (--root-ssh)]
+  skipped: node[01-64]
+TASK [every host's root key authorized for root on every host (--root-ssh)]
+  skipped: node[01-64]
 TASK [the inventory's names in a managed /etc/hosts block]
   ok: node[01-64]
 TASK [/etc/xftctl exists]
@@ -260,17 +268,17 @@ TASK [shared path check, read the marker on every host]
 TASK [shared path check, remove the marker]
   ok: node01
 RECAP
-  node01       ok=15 changed=0 failed=0 unreachable=0 skipped=3
-  node[02-64]  ok=12 changed=0 failed=0 unreachable=0 skipped=4
+  node01       ok=15 changed=0 failed=0 unreachable=0 skipped=7
+  node[02-64]  ok=12 changed=0 failed=0 unreachable=0 skipped=8
 )";
 
-// The shipped playbook's 18 tasks on 64 hosts that all succeed (the shared
+// The shipped playbook's 22 tasks on 64 hosts that all succeed (the shared
 // path check reads a real directory every fake host shares): the report as
 // the command prints it fits 100 columns and 60 lines, first run and second.
 TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
   auto book = load_playbook(xft::test::source_dir() + "/playbooks/setup_hosts.yaml");
   ASSERT_TRUE(book.ok()) << book.error().message;
-  ASSERT_EQ(18u, book->tasks.size());
+  ASSERT_EQ(22u, book->tasks.size());
   testing::MarkerDir dir;
   FakeTransport transport;
   char name[16], address[16];
@@ -293,7 +301,7 @@ TEST(ShippedSetupAtScale, SixtyFourHostsReportInAHundredColumnsAndSixtyLines) {
   for (int run = 1; run <= 2; ++run) {
     auto report = run_play(*book, transport.inventory_hosts(), transport, settings);
     ASSERT_FALSE(report.any_failed()) << format_recap(report);
-    ASSERT_EQ(19u, report.tasks.size());
+    ASSERT_EQ(23u, report.tasks.size());
     std::string text = "PLAY [setup hosts] on 64 hosts\n";
     for (const auto& task : report.tasks) text += format_task(task);
     text += format_recap(report);
@@ -397,6 +405,24 @@ TEST_F(ShippedSetup, NfsExportsFstabAndMountCommandsThenIdempotent) {
     EXPECT_EQ(0, count_of(transport_[name].commands, "mount --")) << name;
     EXPECT_EQ(0, count_of(transport_[name].commands, "exportfs")) << name;
   }
+}
+
+// --root-ssh where root is the login user: its steps repeat the login
+// user's, so the same files come out and a rerun still changes nothing.
+TEST_F(ShippedSetup, RootSshWhereRootLogsInRepeatsTheLoginUsersSteps) {
+  ASSERT_FALSE(run().any_failed());
+  auto plain = run();  // a rerun: the steps that follow a change (exportfs) skip, as they will below
+  ASSERT_FALSE(plain.any_failed()) << format_recap(plain);
+  auto files = transport_["n2"].files;
+  settings_.extra_vars["root_ssh"] = true;
+  auto with_root = run();
+  ASSERT_FALSE(with_root.any_failed()) << format_recap(with_root);
+  EXPECT_EQ(0, changed(with_root)) << format_recap(with_root);
+  EXPECT_EQ(files["/root/.ssh/authorized_keys"].content, transport_["n2"].files["/root/.ssh/authorized_keys"].content);
+  EXPECT_EQ(files["/root/.ssh/known_hosts"].content, transport_["n2"].files["/root/.ssh/known_hosts"].content);
+  ASSERT_EQ(plain.recap.size(), with_root.recap.size());
+  for (size_t i = 0; i < plain.recap.size(); ++i)
+    EXPECT_EQ(plain.recap[i].skipped - 4, with_root.recap[i].skipped) << "the four root steps ran on host " << i;
 }
 
 TEST_F(ShippedSetup, CheckModeOnFreshHostsChangesNothing) {
