@@ -513,6 +513,8 @@ void forward_gemv_grouped(std::span<const GroupedProjection> projections, Thread
     plans.push_back(plan_gemv(w, p.x, p.m, p.y, buffers[i]));
     first_task.push_back(first_task.back() + plans.back().tasks());
   }
+  // The workers reach the caller's plans through these references: the
+  // thread_local names would mean each worker's own (empty) vectors.
   const std::vector<GemvPlan>& all = plans;
   const std::vector<int>& starts = first_task;
   pool.parallel_for_balanced(starts.back(), [&](int begin, int end) {

@@ -66,5 +66,31 @@ TEST(MemoryPlan, WarnsWhenAHostsRanksNeedMoreThanItsMemory) {
   EXPECT_TRUE(int4->warnings.empty()) << int4->table;
 }
 
+TEST(MemoryPlan, CountsQwen35sLinearAttentionStateOfTheSequence) {
+  auto config = engine::fake_model_config("qwen3.5-27b");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  MemoryPlanInput input;
+  input.model_name = "qwen3.5-27b";
+  input.config = *config;
+  input.dtype = engine::WeightFormat::int4;
+  input.max_context = 4096;
+  auto plan = plan_memory(plan_of(1, 2, 512), input);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  // 48 of the 64 layers are Gated DeltaNet; each rank holds 24 of the 48
+  // value heads and the 8 key heads they read: conv inputs of the last 3
+  // positions over 2 x 8 x 128 + 24 x 128 channels, and a 128 x 128 matrix
+  // per value head, in floats.
+  const uint64_t per_layer = (3ull * (2 * 8 * 128 + 24 * 128) + 24ull * 128 * 128) * 4;
+  for (int rank : {0, 1}) {
+    auto memory = engine::estimate_rank_memory(input.config, input.dtype, input.kv, 2, rank, 4096);
+    ASSERT_TRUE(memory.ok());
+    EXPECT_EQ(memory->state_bytes, 48 * per_layer);
+    // 16 full-attention layers x 2 of the 4 KV heads x 256 x 4096 positions x K and V x bf16.
+    EXPECT_EQ(memory->kv_bytes, 16ull * 2 * 256 * 4096 * 2 * 2);
+    EXPECT_EQ(memory->total(), memory->weight_bytes + memory->kv_bytes + memory->state_bytes);
+  }
+  EXPECT_NE(plan->table.find(" KV + 0.1 GiB linear-attention state = "), std::string::npos) << plan->table;
+}
+
 }  // namespace
 }  // namespace xft::cli::run_qwen
