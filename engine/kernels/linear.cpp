@@ -282,6 +282,7 @@ Gemm pick_gemm(GemvKernel gemv) {
   if (gemv == gemv_bf16_avx512) return {gemm_bf16_avx512, gemm_bf16_avx512_panel_rows};
   if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
   if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
+  if (gemv == gemv_int4_vnni) return {gemm_int4_vnni, gemm_int4_vnni_panel_rows};
   return {};
 }
 

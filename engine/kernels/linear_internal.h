@@ -143,6 +143,11 @@ void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int r
 void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 // AVX512-VNNI on int8 x (staged as for gemv_int4_avx2), bit for bit gemv_int4_avx2's results.
 void gemv_int4_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+// Its batch-invariant GEMM (any m, each input bit for bit gemv_int4_vnni's
+// alone), fastest with gemm_int4_vnni_panel_rows(w) rows per call (a multiple of
+// the eight-row blocks).
+void gemm_int4_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_int4_vnni_panel_rows(const PackedWeight& w);
 
 // fp8 (e4m3 weights, block scales; x float staged by stage_x_fp8, fp8.h):
 // per row and input, each column

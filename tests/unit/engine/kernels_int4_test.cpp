@@ -216,6 +216,43 @@ TEST(KernelsInt4, TheVnniKernelGivesTheAvx2KernelsBits) {
   }
 }
 
+// More inputs than a decode step takes (the server's batches, prompts) run
+// through the VNNI kernel's GEMM: every input's outputs bit for bit what the
+// decode kernel gives it alone, for every group size (the larger ones handed
+// to the AVX2 kernel), row counts that end inside an eight-row block, and
+// batches that end inside a chunk of four inputs.
+TEST(KernelsInt4, TheVnniGemmGivesEachInputItsDecodeBits) {
+  if (best_isa() < Isa::avx512 || !cpu_features().avx512_vnni) GTEST_SKIP() << "no AVX512-VNNI here";
+  std::mt19937 rng(123);
+  ThreadPool pool(2);
+  IsaScope scope(Isa::avx512);
+  Int4DotScope dot_scope(Int4Dot::vnni);
+  for (int group : {32, 64, 96, 128, -1}) {
+    for (bool scattered : {false, true}) {
+      const int rows = 131, in = 640;
+      const RandomInt4 src = random_int4(rows, in, group, scattered, rng);
+      const Int4Rows view = src.view();
+      const auto bias = random_vector(rows, rng, -1.0f, 1.0f);
+      LinearBlock block;
+      block.int4 = &view;
+      block.rows = rows;
+      block.bias = bias.data();
+      const Linear linear({block}, in, WeightFormat::int4);
+      ASSERT_EQ(linear.kernel_name(), "int4/avx512-vnni-int8x");
+      for (int m : {5, 9, 18, 33}) {
+        const auto x = random_vector(size_t(m) * in, rng, -2.0f, 2.0f);
+        std::vector<float> batched(size_t(m) * rows), alone(rows);
+        linear.forward_gemv(x.data(), m, batched.data(), pool);
+        for (int r = 0; r < m; ++r) {
+          linear.forward_gemv(x.data() + size_t(r) * in, 1, alone.data(), pool);
+          ASSERT_EQ(std::memcmp(alone.data(), batched.data() + size_t(r) * rows, rows * sizeof(float)), 0)
+              << "group " << group << " scattered " << scattered << " m=" << m << " input " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(KernelsInt4, FusedBlocksAndDequantizedRowsFollowThePlainForm) {
   std::mt19937 rng(3);
   const RandomInt4 a = random_int4(5, 200, 32, true, rng);

@@ -1,0 +1,61 @@
+// Batch-invariant GEMM for int4 weights on AVX512-VNNI: many inputs against a
+// panel of weight rows, each input's outputs bit for bit what gemv_int4_vnni
+// gives it alone (both run gemv_int4_vnni_block.h's blocks: exact integer dots
+// per group, the float steps per group in increasing order). Only the order
+// of the work differs: each block of eight weight rows meets every chunk of
+// four inputs in turn while it sits in L1 (about 6 KiB of rows at 1536
+// inputs), one nibble unpacking serving the chunk's four inputs, and the
+// caller hands each thread panels of rows sized to stay in L2
+// (gemm_int4_vnni_panel_rows).
+#include <algorithm>
+#include <cstddef>
+
+#include "engine/kernels/gemv_int4_vnni_block.h"
+
+namespace xft::engine {
+namespace {
+
+using int4_vnni_block::run_rows;
+
+constexpr int kInputsPerChunk = 4;
+constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
+constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
+
+// The staged inputs j0 .. (their rows, scales and sums are contiguous per input).
+Int4StagedX inputs_from(const PackedWeight& w, const Int4StagedX& xs, int j0) {
+  Int4StagedX chunk = xs;
+  chunk.x = static_cast<const int8_t*>(xs.x) + static_cast<size_t>(j0) * w.ld;
+  chunk.unit_scale += static_cast<size_t>(j0) * w.groups * int4_x_blocks_per_group(w);
+  chunk.group_sums += static_cast<size_t>(j0) * w.groups;
+  return chunk;
+}
+
+void rows_of_chunk(const PackedWeight& w, const Int4StagedX& chunk, int inputs, float* y, int rb, int re) {
+  switch (inputs) {
+    case 1: run_rows<1>(w, chunk, y, rb, re); break;
+    case 2: run_rows<2>(w, chunk, y, rb, re); break;
+    case 3: run_rows<3>(w, chunk, y, rb, re); break;
+    default: run_rows<4>(w, chunk, y, rb, re); break;
+  }
+}
+
+}  // namespace
+
+int gemm_int4_vnni_panel_rows(const PackedWeight& w) {
+  const size_t rows = kPanelBytes / w.row_bytes();
+  return static_cast<int>(std::clamp<size_t>(rows / kInt4RowBlock * kInt4RowBlock, kInt4RowBlock, kMaxPanelRows));
+}
+
+void gemm_int4_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
+  const Int4StagedX& xs = *static_cast<const Int4StagedX*>(x);
+  for (int r0 = row_begin; r0 < row_end;) {
+    const int r1 = std::min(row_end, (r0 / kInt4RowBlock + 1) * kInt4RowBlock);
+    for (int j0 = 0; j0 < m; j0 += kInputsPerChunk) {
+      const int inputs = std::min(kInputsPerChunk, m - j0);
+      rows_of_chunk(w, inputs_from(w, xs, j0), inputs, y + static_cast<size_t>(j0) * w.out, r0, r1);
+    }
+    r0 = r1;
+  }
+}
+
+}  // namespace xft::engine
