@@ -286,9 +286,51 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
     row_data.push_back(logits.data() + static_cast<size_t>(rows[i]) * vocab.size());
     histories.push_back(s.sequence->tokens());
   }
+  // Constrained rows keep their raw logits: the sampler scales rows in place,
+  // and a refused draw is made again from the masked raw row.
+  std::vector<std::pair<size_t, std::vector<float>>> raw;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!slots_[slots[i]].constraint) continue;
+    if (!tokens_ || model_.comm().size() > 1)
+      return make_error("a constrained request reached an executor without a vocabulary, or on several ranks");
+    const float* row = row_data[i];
+    raw.emplace_back(i, std::vector<float>(row, row + vocab.size()));
+  }
   auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &logprobs_);
+  if (!raw.empty()) redraw_refused(slots, rows, logits, raw, drawn);
   for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
   return drawn;
+}
+
+void StepExecutor::redraw_refused(std::span<const int> slots, std::span<const int> rows, std::span<float> logits,
+                                  std::vector<std::pair<size_t, std::vector<float>>>& raw,
+                                  std::vector<int32_t>& drawn) {
+  const Range vocab = model_.partition().vocab;
+  std::vector<size_t> redo;
+  std::vector<TokenSampler*> samplers;
+  std::vector<float*> row_data;
+  std::vector<std::span<const int32_t>> histories;
+  for (auto& [i, saved] : raw) {
+    Slot& s = slots_[slots[i]];
+    if (s.constraint->allows(*tokens_, drawn[i])) continue;
+    float* row = logits.data() + static_cast<size_t>(rows[i]) * vocab.size();
+    std::copy(saved.begin(), saved.end(), row);
+    s.constraint->mask(*tokens_, row, vocab.size());
+    redo.push_back(i);
+    samplers.push_back(s.sampler.get());
+    row_data.push_back(row);
+    histories.push_back(s.sequence->tokens());
+  }
+  if (!redo.empty()) {
+    std::vector<DrawLogprobs> redrawn_logprobs;
+    auto redrawn =
+        sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &redrawn_logprobs);
+    for (size_t k = 0; k < redo.size(); ++k) {
+      drawn[redo[k]] = redrawn[k];
+      if (redo[k] < logprobs_.size()) logprobs_[redo[k]] = std::move(redrawn_logprobs[k]);
+    }
+  }
+  for (auto& [i, saved] : raw) slots_[slots[i]].constraint->accept(*tokens_, drawn[i]);
 }
 
 Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
@@ -303,6 +345,7 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     if (op.start) {
       s.sequence = model_.new_sequence(op.capacity);
       s.sampler = std::make_unique<TokenSampler>(op.sampling);
+      s.constraint = op.constraint ? std::make_unique<constrain::ConstrainedSequence>(op.constraint) : nullptr;
       if (auto resumed = start_from_blocks(s, op.reuse); !resumed) return resumed.error();
     }
     if (op.last) {
