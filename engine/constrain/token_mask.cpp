@@ -90,14 +90,6 @@ void ConstrainedSequence::allowed_tokens(const TokenTable& table, std::vector<ui
   }
 }
 
-void ConstrainedSequence::mask(const TokenTable& table, float* logits, int32_t n) const {
-  std::vector<uint8_t> allowed;
-  allowed_tokens(table, allowed);
-  for (int32_t id = 0; id < n; ++id) {
-    if (id >= table.size() || !allowed[id]) logits[id] = kMaskedLogit;
-  }
-}
-
 void ConstrainedSequence::accept(const TokenTable& table, int32_t token) {
   ++drawn_;
   if (broken_ || is_stop(token)) return;

@@ -8,7 +8,7 @@
 //
 // A sequence tests the token the sampler drew first (one copy and a few
 // bytes); only when the grammar refuses it is the whole mask computed and the
-// token drawn again from the masked logits.
+// token drawn again from the allowed tokens' logits.
 #pragma once
 
 #include <array>
@@ -51,9 +51,6 @@ struct Constraint {
   int max_tokens = 0;             // the answer closes within this many tokens
 };
 
-// Logit given to refused tokens: finite, so softmax sums stay defined.
-inline constexpr float kMaskedLogit = -1e30f;
-
 class ConstrainedSequence {
  public:
   ConstrainedSequence(std::shared_ptr<const Constraint> constraint);
@@ -61,8 +58,6 @@ class ConstrainedSequence {
   bool allows(const TokenTable& table, int32_t token) const;
   // allowed[id] for every token of the table (stop ids included).
   void allowed_tokens(const TokenTable& table, std::vector<uint8_t>& allowed) const;
-  // Sets every refused token's logit (ids below n) to kMaskedLogit; ids past the table are refused too.
-  void mask(const TokenTable& table, float* logits, int32_t n) const;
   void accept(const TokenTable& table, int32_t token);
   // Nothing may follow: the answer is a whole value.
   bool closed() const { return state_.closed(); }

@@ -127,9 +127,10 @@ class StepExecutor {
   // slots[i] samples from logits row rows[i].
   Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
                                         std::span<float> logits);
-  // Draws again, from masked logits, the constrained rows whose token the grammar refused.
-  void redraw_refused(std::span<const int> slots, std::span<const int> rows, std::span<float> logits,
-                      std::vector<std::pair<size_t, std::vector<float>>>& raw, std::vector<int32_t>& drawn);
+  // Draws again, over the allowed tokens' raw logits, the constrained rows whose token
+  // the grammar refused (raw: index into slots, the row's raw logits); advances their matchers.
+  void redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
+                      std::vector<int32_t>& drawn);
 
   Model& model_;
   bool linear_state_ = false;  // the model has linear-attention layers (Qwen3.5)
