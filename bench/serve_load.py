@@ -67,7 +67,7 @@ def one_request(host, port, prompt, max_tokens):
 
 BENCH_SCHEMA = {
     "type": "object", "additionalProperties": False,
-    "required": ["name", "age", "email", "tags", "address"],
+    "required": ["name", "age", "email", "tags"],
     "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"}, "email": {"type": "string"},
         "member": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}},

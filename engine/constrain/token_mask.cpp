@@ -44,6 +44,7 @@ uint64_t ConstrainedSequence::tokens_left_after_this() const {
 }
 
 bool ConstrainedSequence::allows(const TokenTable& table, int32_t token) const {
+  if (broken_) return true;  // nothing left to hold the answer to
   const Grammar& g = *constraint_->grammar;
   if (is_stop(token)) return state_.remaining(g) == 0;
   if (!table.is_text(token)) return false;
@@ -60,6 +61,12 @@ void ConstrainedSequence::allowed_tokens(const TokenTable& table, std::vector<ui
     }
   }
   const uint64_t budget = tokens_left_after_this();
+  // Tokens the grammar takes but that leave more than the budget, and the least they leave:
+  // when nothing fits the budget (max_tokens below the bytes of the shortest answer), those
+  // that close in fastest are allowed, and the answer ends by length.
+  uint64_t least_over = UINT64_MAX;
+  bool any_within = false;
+  std::vector<std::pair<int32_t, uint64_t>> over;
   thread_local std::vector<MatchState> states;
   if (states.size() < table.longest() + 1) states.resize(table.longest() + 1);
   states[0] = state_;
@@ -81,12 +88,23 @@ void ConstrainedSequence::allowed_tokens(const TokenTable& table, std::vector<ui
     if (i == bytes.size()) {
       valid = bytes.size();
       refused_at = SIZE_MAX;
-      if (states[valid].remaining(g) <= budget) allowed[order[k]] = 1;
+      const uint64_t left = states[valid].remaining(g);
+      if (left <= budget) {
+        allowed[order[k]] = 1;
+        any_within = true;
+      } else if (!any_within && left <= least_over) {
+        least_over = left;
+        over.emplace_back(order[k], left);
+      }
       continue;
     }
     valid = i;
     refused_at = i;
     if (i == 0) k = table.run_end(static_cast<uint8_t>(bytes[0])) - 1;  // the whole first-byte run
+  }
+  if (any_within) return;
+  for (const auto& [id, left] : over) {
+    if (left == least_over) allowed[id] = 1;
   }
 }
 

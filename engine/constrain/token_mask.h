@@ -54,13 +54,15 @@ struct Constraint {
 class ConstrainedSequence {
  public:
   ConstrainedSequence(std::shared_ptr<const Constraint> constraint);
-  // Whether `token` may come next (and leaves room to complete within max_tokens).
+  // Whether `token` may come next and leaves room to complete within max_tokens (true
+  // once broken).
   bool allows(const TokenTable& table, int32_t token) const;
-  // allowed[id] for every token of the table (stop ids included).
+  // allowed[id] for every token of the table (stop ids included): the tokens allows() takes;
+  // when none fits the budget, the grammar's tokens that leave the fewest bytes to complete.
   void allowed_tokens(const TokenTable& table, std::vector<uint8_t>& allowed) const;
   void accept(const TokenTable& table, int32_t token);
   // Nothing may follow: the answer is a whole value.
-  bool closed() const { return state_.closed(); }
+  bool closed() const { return !broken_ && state_.closed(); }
   bool broken() const { return broken_; }
   const MatchState& state() const { return state_; }
 

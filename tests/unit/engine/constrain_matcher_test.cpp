@@ -223,5 +223,28 @@ TEST(ConstrainMask, WalkEqualsTestingEveryTokenAlone) {
   EXPECT_FALSE(seq.broken());
 }
 
+
+// max_tokens below the shortest answer's bytes: the grammar still holds, and
+// each token is one of those that leave the fewest bytes to complete.
+TEST(ConstrainMask, WithoutRoomTheTokensThatCloseFastestAreAllowed) {
+  std::vector<std::string> bytes = {"{", "}", "\"", "a", "\"a\":", "1", "x", "{\"a\":1}"};
+  TokenTable table(bytes, std::vector<bool>(bytes.size(), true));
+  auto constraint = std::make_shared<Constraint>();
+  constraint->grammar = std::make_shared<const Grammar>(
+      compiled(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})"));
+  constraint->max_tokens = 2;
+  ConstrainedSequence seq(constraint);
+  std::vector<uint8_t> allowed;
+  seq.allowed_tokens(table, allowed);
+  EXPECT_EQ(allowed, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 1}));  // {"a":1} whole fits
+  constraint->max_tokens = 1;
+  seq.accept(table, 0);  // '{', past the budget: now nothing fits
+  seq.allowed_tokens(table, allowed);
+  EXPECT_EQ(allowed, (std::vector<uint8_t>{0, 0, 0, 0, 1, 0, 0, 0}));  // "a": leaves 2 bytes, '"' leaves 5
+  EXPECT_FALSE(seq.allows(table, 4));  // over the budget all the same
+  seq.accept(table, 4);
+  EXPECT_FALSE(seq.broken());
+}
+
 }  // namespace
 }  // namespace xft::engine::constrain
