@@ -155,13 +155,29 @@ bool MatchState::advance(const Grammar& g, uint8_t byte) {
   while (depth_ > 0) {
     switch (feed(g, frames_[depth_ - 1], byte)) {
       case Step::Consumed: return true;
-      case Step::Done: --depth_; return true;
+      case Step::Done:
+        --depth_;
+        pop_finished(g);
+        return true;
       case Step::Reject: return false;
       case Step::PassUp: --depth_; break;
       case Step::Pushed: break;  // the new top frame takes the byte
     }
   }
   return false;  // the value is closed: nothing may follow
+}
+
+void MatchState::pop_finished(const Grammar& g) {
+  // A sequence (or choice) whose last part just closed is closed too: nothing
+  // may extend it, so the answer can be over without waiting for another byte.
+  while (depth_ > 0) {
+    const Frame& top = frames_[depth_ - 1];
+    const Node& node = g.nodes[top.node];
+    const bool seq_done = node.kind == NodeKind::Seq && top.phase >= node.children.size();
+    const bool choice_done = node.kind == NodeKind::Choice && top.phase == 3;
+    if (!seq_done && !choice_done) return;
+    --depth_;
+  }
 }
 
 bool MatchState::advance(const Grammar& g, std::string_view bytes) {

@@ -52,7 +52,7 @@ class MatchState {
   }
 
  private:
-  bool push(const Grammar& grammar, int32_t node, uint8_t byte);
+  void pop_finished(const Grammar& grammar);
   enum class Step { Consumed, Done, Reject, PassUp, Pushed };
   Step feed(const Grammar& grammar, Frame& frame, uint8_t byte);
   Step feed_literals(const Grammar& grammar, Frame& frame, uint8_t byte);
