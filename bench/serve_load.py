@@ -13,6 +13,12 @@ resident memory and threads, read from /proc/PID) and whether a request still
 gets through while they stay open. They come from N/50 loopback addresses
 (127.0.0.2, ...), under the server's per-address connection cap.
 
+With --schema-ab N: N rounds at the largest --clients level of streaming
+chat requests, each round once without and once with a response_format
+json_schema (the order alternating, as the machine may be loaded), all
+greedy: aggregate tokens/s of each, their ratio per round and the median
+ratio; every schema answer must parse as JSON (the count is printed).
+
 With --chat-turns N: N two-turn chats, one after another, after the load
 levels. Turn 1 sends a history of --chat-history-words words (about 500
 tokens); turn 2 sends that history, turn 1's answer and --chat-new-words
@@ -57,6 +63,97 @@ def one_request(host, port, prompt, max_tokens):
     end = time.monotonic()
     c.close()
     return start, first or end, end, tokens
+
+
+BENCH_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "required": ["name", "age", "email", "tags"],
+    "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"}, "email": {"type": "string"},
+        "member": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "address": {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+                    "required": ["city", "zip"]},
+    },
+}
+
+
+def one_chat_request(host, port, prompt, max_tokens, schema):
+    """A greedy streamed chat answer: (start, first token, end, completion tokens, content)."""
+    start = time.monotonic()
+    c = http.client.HTTPConnection(host, port, timeout=600)
+    body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0,
+            "stream": True, "stream_options": {"include_usage": True}}
+    if schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+    else:
+        body["ignore_eos"] = True  # the free answer runs to max_tokens like the schema's noise does
+    c.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
+    first, tokens, buffer, content = None, 0, b"", ""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            if not event.startswith(b"data: {"):
+                continue
+            data = json.loads(event[6:])
+            if data["choices"] and data["choices"][0]["delta"].get("content"):
+                first = first or time.monotonic()
+                content += data["choices"][0]["delta"]["content"]
+            if data.get("usage"):
+                tokens = data["usage"]["completion_tokens"]
+    end = time.monotonic()
+    c.close()
+    return start, first or end, end, tokens, content
+
+
+def chat_level(host, port, clients, requests, prompt_words, max_tokens, schema):
+    results, errors = [], []
+    def client(i):
+        for k in range(requests):
+            prompt = " ".join(f"word{(i * 31 + k * 7 + j) % 97}" for j in range(prompt_words))
+            try:
+                results.append(one_chat_request(host, port, prompt, max_tokens, schema))
+            except Exception as e:
+                errors.append(str(e))
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.monotonic()
+    for t in threads: t.start()
+    for t in threads: t.join()
+    wall = time.monotonic() - t0
+    if errors:
+        raise SystemExit(f"{len(errors)} requests failed, e.g. {errors[0]}")
+    parsed = 0
+    for r in results:
+        try:
+            json.loads(r[4])
+            parsed += 1
+        except ValueError:
+            pass
+    tokens = sum(r[3] for r in results)
+    return {"tokens": tokens, "wall_s": wall, "aggregate_tps": tokens / wall, "parsed": parsed, "requests": len(results)}
+
+
+def schema_ab(host, port, clients, requests, prompt_words, max_tokens, rounds):
+    print(f"json_schema vs free chat, {clients} concurrent streams, {requests} requests each, max_tokens {max_tokens}")
+    print(f"{'round':>5} {'free tok/s':>11} {'schema tok/s':>13} {'ratio':>6} {'schema tokens':>14} {'valid JSON':>11}")
+    ratios = []
+    for k in range(rounds):
+        order = [None, BENCH_SCHEMA] if k % 2 == 0 else [BENCH_SCHEMA, None]
+        got = {}
+        for schema in order:
+            got[schema is not None] = chat_level(host, port, clients, requests, prompt_words, max_tokens, schema)
+        free, constrained = got[False], got[True]
+        ratio = constrained["aggregate_tps"] / free["aggregate_tps"]
+        ratios.append(ratio)
+        print(f"{k + 1:>5} {free['aggregate_tps']:>11.1f} {constrained['aggregate_tps']:>13.1f} {ratio:>6.2f} "
+              f"{constrained['tokens']:>14} {constrained['parsed']:>5}/{constrained['requests']:<5}")
+    print(f"median ratio (schema / free): {statistics.median(ratios):.2f}")
 
 
 def percentile(values, p):
@@ -181,7 +278,13 @@ def main():
     ap.add_argument("--chat-turns", type=int, default=0, help="last: this many two-turn chats (prefix reuse)")
     ap.add_argument("--chat-history-words", type=int, default=85)
     ap.add_argument("--chat-new-words", type=int, default=5)
+    ap.add_argument("--schema-ab", type=int, default=0, help="only: this many rounds of free vs json_schema chat")
     a = ap.parse_args()
+    if a.schema_ab:
+        run_level(a.host, a.port, 1, 1, a.prompt_words, 8)  # warm-up
+        clients = max(int(n) for n in a.clients.split(",") if n)
+        schema_ab(a.host, a.port, clients, a.requests, a.prompt_words, a.max_tokens, a.schema_ab)
+        return
     if a.idle:
         idle_cost(a.host, a.port, a.pid, a.idle, a.prompt_words)
     run_level(a.host, a.port, 1, 1, a.prompt_words, 8)  # warm-up

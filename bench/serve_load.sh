@@ -9,6 +9,9 @@
 # Last, CHAT_TURNS (default 3) two-turn chats: turn 2 adds about 20 tokens to a
 # history of about 500; first-token times of both turns and their ratio (prefix
 # reuse). CLIENTS=1,4,16 sets the load levels; CLIENTS= runs only the chats.
+# SCHEMA_AB=N instead: N rounds at the largest CLIENTS level of free chat vs
+# response_format json_schema (mask cost), e.g.
+#   SCHEMA_AB=3 CLIENTS=16 REQUESTS=1 IDLE=0 bash bench/serve_load.sh qwen2.5-0.5b 64
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 X=${XFTCTL:-$ROOT/build/cli/xftctl}
@@ -29,5 +32,5 @@ for _ in $(seq 1 600); do
 done
 [[ -n $port ]] || { echo "server did not start" >&2; exit 1; }
 sed -n 2p "$log"
-python3 "$ROOT/bench/serve_load.py" --port "$port" --clients "${CLIENTS-1,4,16}" --requests 2 --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" \
-  --idle "${IDLE:-500}" --pid "$pid" --chat-turns "${CHAT_TURNS:-3}"
+python3 "$ROOT/bench/serve_load.py" --port "$port" --clients "${CLIENTS-1,4,16}" --requests "${REQUESTS:-2}" --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" \
+  --idle "${IDLE:-500}" --pid "$pid" --chat-turns "${CHAT_TURNS:-3}" --schema-ab "${SCHEMA_AB:-0}"

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/serve/structured_output.h"
+
 namespace xft::engine::serve {
 
 namespace {
@@ -38,13 +40,12 @@ bool neutral_value(const std::string& name, const json& value) {
   if (name == "suffix") return value.is_string() && value.get<std::string>().empty();
   if (name == "functions") return value.is_array() && value.empty();
   if (name == "logit_bias") return value.is_object() && value.empty();
-  if (name == "response_format") return value == json{{"type", "text"}};
   return false;
 }
 
 bool neutral_field(const std::string& key, bool chat) {
   static const std::set<std::string> both = {"frequency_penalty", "presence_penalty", "logit_bias"};
-  static const std::set<std::string> chat_only = {"functions", "response_format"};
+  static const std::set<std::string> chat_only = {"functions"};
   static const std::set<std::string> completions_only = {"best_of", "echo", "suffix"};
   return both.count(key) || (chat ? chat_only : completions_only).count(key);
 }
@@ -189,16 +190,6 @@ Expected<void, ApiError> parse_tools(const ojson& value, CompletionRequest& requ
   return {};
 }
 
-Expected<void, ApiError> parse_tool_choice(const json& value, CompletionRequest& request) {
-  if (value.is_null() || value == "auto") return {};
-  if (value == "none") {
-    request.tool_choice_none = true;
-    return {};
-  }
-  return bad("'tool_choice' " + quoted(value) + " is not supported by this server yet (\"auto\" or \"none\")",
-             "tool_choice", "unsupported_parameter");
-}
-
 Expected<void, ApiError> parse_stop(const json& value, CompletionRequest& request) {
   if (value.is_null()) return {};
   if (value.is_string()) {
@@ -271,6 +262,8 @@ Expected<void, ApiError> parse_field(const std::string& key, const json& value, 
     return {};  // read from the order-keeping parse (parse_chat_fields)
   } else if (key == "tool_choice" && request.chat) {
     return parse_tool_choice(value, request);
+  } else if (key == "response_format" && request.chat) {
+    return parse_response_format(value, request);
   } else if (key == "parallel_tool_calls" && request.chat) {
     if (value.is_null()) return {};
     return set_flag(value, key, request.parallel_tool_calls);

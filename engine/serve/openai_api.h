@@ -40,6 +40,12 @@ struct CompletionRequest {
   bool tool_choice_none = false;  // "none": tools are not offered and no call is parsed
   bool parallel_tool_calls = true;  // false: the answer ends with its first call
   int n = 1;  // choices, each its own sample of the same prompt (<= kMaxChoices)
+  // "required" or a named function: a call is forced by constrained decoding (structured_output.h).
+  bool tool_choice_required = false;
+  std::string tool_choice_function;  // the named function; empty: any of the tools
+  // response_format: "text", "json_object" or "json_schema" (response_schema holds the schema).
+  std::string response_format = "text";
+  nlohmann::json response_schema;
   std::string prompt;                                          // completions
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

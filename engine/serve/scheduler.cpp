@@ -240,7 +240,10 @@ void Scheduler::plan_prefill(StepPlan& plan) {
     op.capacity = op.start ? capacity_for(a.request) : 0;
     op.sampling = a.request.sampling;
     op.tokens.assign(prompt.begin() + a.prefilled, prompt.begin() + a.prefilled + take);
-    if (op.start) op.reuse = std::move(a.reuse);
+    if (op.start) {
+      op.reuse = std::move(a.reuse);
+      op.constraint = a.request.constraint;
+    }
     a.started = true;
     a.prefilled += take;
     budget -= take;
@@ -261,7 +264,10 @@ void Scheduler::accept_token(int slot, int32_t token, const DrawLogprobs* logpro
   ++a.generated;
   ++counters_.generated_tokens;
   const Sequence* sequence = executor_.sequence(slot);
-  if (a.generated >= a.request.max_tokens) {
+  if (executor_.constraint_closed(slot)) {  // a whole JSON value: only the end may follow
+    a.finished = true;
+    a.stream->finish("stop");
+  } else if (a.generated >= a.request.max_tokens) {
     a.finished = true;
     a.stream->finish("length");
   } else if (sequence->length() >= sequence->capacity()) {

@@ -43,6 +43,8 @@ struct GenerationRequest {
   SamplingParams sampling;
   int max_tokens = 16;
   std::vector<int32_t> stop_ids;  // drawn but neither emitted nor fed back
+  // Structured output: the grammar the answer is held to (one-rank servers); null: free text.
+  std::shared_ptr<const constrain::Constraint> constraint;
 };
 
 // The tokens of one request as the scheduler produces them. The HTTP thread
@@ -111,6 +113,9 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
   size_t kv_bytes_per_position() const { return kv_per_position_; }
   int max_context() const { return model_.max_context(); }
+  // Constrained requests need the vocabulary's bytes (rank 0; one-rank servers).
+  void set_token_table(std::shared_ptr<const constrain::TokenTable> table) { executor_.set_token_table(std::move(table)); }
+  bool can_constrain() const { return model_.comm().size() == 1; }
 
   // From any thread.
   Expected<std::shared_ptr<RequestStream>, SubmitError> submit(GenerationRequest request);

@@ -11,6 +11,7 @@
 #include "engine/serve/openai_api.h"
 #include "engine/serve/prefix_cache.h"
 #include "engine/serve/stop_text.h"
+#include "engine/serve/structured_output.h"
 
 namespace xft::engine::serve {
 
@@ -84,7 +85,27 @@ Expected<ChatPrompt, ApiError> build_chat_prompt(const Tokenizer& tokenizer, con
 Server::Server(Scheduler& scheduler, const Tokenizer& tokenizer, std::vector<int32_t> stop_ids, ServerOptions options)
     : scheduler_(scheduler), tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), options_(std::move(options)),
       chat_format_(options_.chat_format ? options_.chat_format
-                                        : std::make_shared<const chat_template::ChatFormat>(chat_template::ChatFormat::chatml())) {}
+                                        : std::make_shared<const chat_template::ChatFormat>(chat_template::ChatFormat::chatml())) {
+  if (scheduler_.can_constrain()) scheduler_.set_token_table(token_table(tokenizer_));
+}
+
+Expected<std::shared_ptr<const constrain::Constraint>, ApiError> Server::request_constraint(
+    const CompletionRequest& request, int max_tokens) const {
+  auto grammar = request_grammar(request);
+  if (!grammar) return grammar.error();
+  if (!*grammar) return std::shared_ptr<const constrain::Constraint>();
+  if (!scheduler_.can_constrain())
+    return ApiError{400,
+                    "structured output (response_format json_object/json_schema, tool_choice required or a named "
+                    "function) runs on one-rank servers only, not yet across ranks",
+                    "invalid_request_error", request.tool_choice_required ? "tool_choice" : "response_format",
+                    "unsupported_parameter"};
+  auto constraint = std::make_shared<constrain::Constraint>();
+  constraint->grammar = std::move(*grammar);
+  constraint->stop_ids = stop_ids_;
+  constraint->max_tokens = max_tokens;
+  return std::shared_ptr<const constrain::Constraint>(std::move(constraint));
+}
 
 bool Server::authorized(const HttpRequest& request) const {
   if (options_.api_key.empty()) return true;
@@ -271,6 +292,14 @@ Server::Tokens Server::completions(const HttpRequest& http, HttpResponder& respo
   if (!script.empty()) {
     gen.max_tokens = std::min(gen.max_tokens, static_cast<int>(script.size()));
     gen.stop_ids.clear();
+  }
+  if (chat) {
+    auto constraint = request_constraint(req, gen.max_tokens);
+    if (!constraint) {
+      send_error(responder, constraint.error());
+      return {prompt, 0};
+    }
+    gen.constraint = std::move(*constraint);
   }
   const uint64_t seed = req.seed.value_or(std::random_device{}());
 

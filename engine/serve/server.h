@@ -77,6 +77,9 @@ class Server {
   void tokenize(const HttpRequest& request, HttpResponder& responder);
   void detokenize(const HttpRequest& request, HttpResponder& responder);
   bool authorized(const HttpRequest& request) const;
+  // The grammar (response_format, a forced tool call) the answer is held to; null: free text.
+  Expected<std::shared_ptr<const constrain::Constraint>, ApiError> request_constraint(const CompletionRequest& request,
+                                                                                      int max_tokens) const;
 
   Scheduler& scheduler_;
   const Tokenizer& tokenizer_;

@@ -286,9 +286,74 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
     row_data.push_back(logits.data() + static_cast<size_t>(rows[i]) * vocab.size());
     histories.push_back(s.sequence->tokens());
   }
+  // Constrained rows keep their raw logits: the sampler scales rows in place,
+  // and a refused draw is made again from the raw logits of the allowed tokens.
+  std::vector<std::pair<size_t, std::vector<float>>> raw;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!slots_[slots[i]].constraint) continue;
+    if (!tokens_ || model_.comm().size() > 1)
+      return make_error("a constrained request reached an executor without a vocabulary, or on several ranks");
+    const float* row = row_data[i];
+    raw.emplace_back(i, std::vector<float>(row, row + vocab.size()));
+  }
   auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &logprobs_);
+  if (!raw.empty()) redraw_refused(slots, raw, drawn);
   for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
   return drawn;
+}
+
+namespace {
+
+// A constrained draw made again over the allowed tokens only: their raw
+// logits packed together, so the sampler's work (and its exp) scales with
+// what the grammar allows, not the vocabulary. One rank holds every logit
+// here (the server constrains one-rank models only). Log-probabilities come
+// out over the allowed tokens.
+int32_t draw_allowed(TokenSampler& sampler, std::span<const float> raw, const std::vector<uint8_t>& allowed,
+                     std::span<const int32_t> history, DrawLogprobs* logprobs) {
+  std::vector<int32_t> ids;
+  std::vector<float> packed;
+  const size_t n = std::min(raw.size(), allowed.size());
+  for (size_t id = 0; id < n; ++id) {
+    if (!allowed[id]) continue;
+    ids.push_back(static_cast<int32_t>(id));
+    packed.push_back(raw[id]);
+  }
+  if (ids.empty()) return -1;
+  auto packed_id = [&](int32_t id) {
+    auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return it != ids.end() && *it == id ? static_cast<int32_t>(it - ids.begin()) : -1;
+  };
+  std::vector<int32_t> packed_history;  // the repetition penalty sees the allowed tokens among them
+  for (int32_t id : history) {
+    if (int32_t p = packed_id(id); p >= 0) packed_history.push_back(p);
+  }
+  const Proposal proposal = sampler.propose(packed.data(), static_cast<int>(packed.size()), 0, packed_history);
+  const int32_t chosen = sampler.choose({&proposal, 1});
+  if (logprobs && sampler.params().logprobs >= 0) {
+    *logprobs = sampler.logprobs({&proposal, 1}, chosen);
+    logprobs->chosen.id = ids[logprobs->chosen.id];
+    for (TokenLogprob& t : logprobs->top) t.id = ids[t.id];
+  }
+  return ids[chosen];
+}
+
+}  // namespace
+
+void StepExecutor::redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
+                                  std::vector<int32_t>& drawn) {
+  std::vector<uint8_t> allowed;
+  for (auto& [i, saved] : raw) {
+    Slot& s = slots_[slots[i]];
+    if (!s.constraint->allows(*tokens_, drawn[i])) {
+      s.constraint->allowed_tokens(*tokens_, allowed);
+      DrawLogprobs* logprobs = i < logprobs_.size() ? &logprobs_[i] : nullptr;
+      // No allowed token at all (a vocabulary without single-byte tokens): the draw stands and the answer breaks.
+      if (int32_t token = draw_allowed(*s.sampler, saved, allowed, s.sequence->tokens(), logprobs); token >= 0)
+        drawn[i] = token;
+    }
+    s.constraint->accept(*tokens_, drawn[i]);
+  }
 }
 
 Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
@@ -303,6 +368,7 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     if (op.start) {
       s.sequence = model_.new_sequence(op.capacity);
       s.sampler = std::make_unique<TokenSampler>(op.sampling);
+      s.constraint = op.constraint ? std::make_unique<constrain::ConstrainedSequence>(op.constraint) : nullptr;
       if (auto resumed = start_from_blocks(s, op.reuse); !resumed) return resumed.error();
     }
     if (op.last) {

@@ -26,6 +26,7 @@
 
 #include "common/expected.h"
 #include "engine/comm/communicator.h"
+#include "engine/constrain/token_mask.h"
 #include "engine/model/model.h"
 #include "engine/model/sampler.h"
 #include "engine/serve/prefix_cache.h"
@@ -44,6 +45,9 @@ struct PrefillOp {
   // Start only: cached blocks copied, in order, to the new sequence's first
   // positions; `tokens` follow them.
   std::vector<int32_t> reuse = {};
+  // Start only, rank 0 only (never encoded: the server refuses constraints on
+  // several ranks): the grammar the request's tokens are held to.
+  std::shared_ptr<const constrain::Constraint> constraint = nullptr;
 };
 
 // Block `block` gets positions [position, position + kPrefixBlockTokens) of slot's sequence
@@ -96,11 +100,19 @@ class StepExecutor {
   // boundary and decoding passes every boundary, so after its prompt a
   // sequence keeps the state at its last whole block.
   int state_boundary(int slot) const { return slots_.at(slot).boundary_length; }
+  // The vocabulary's token bytes, for constrained requests (rank 0).
+  void set_token_table(std::shared_ptr<const constrain::TokenTable> table) { tokens_ = std::move(table); }
+  // The slot's constrained answer is a whole value: nothing may follow.
+  bool constraint_closed(int slot) const {
+    const auto& c = slots_.at(slot).constraint;
+    return c && c->closed();
+  }
 
  private:
   struct Slot {
     std::unique_ptr<Sequence> sequence;
     std::unique_ptr<TokenSampler> sampler;
+    std::unique_ptr<constrain::ConstrainedSequence> constraint;  // null: free text
     int32_t last = -1;  // the token drawn last, fed by the next decode
     Sequence::LinearStates boundary;  // linear-attention state at boundary_length
     int boundary_length = -1;
@@ -115,6 +127,10 @@ class StepExecutor {
   // slots[i] samples from logits row rows[i].
   Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
                                         std::span<float> logits);
+  // Draws again, over the allowed tokens' raw logits, the constrained rows whose token
+  // the grammar refused (raw: index into slots, the row's raw logits); advances their matchers.
+  void redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
+                      std::vector<int32_t>& drawn);
 
   Model& model_;
   bool linear_state_ = false;  // the model has linear-attention layers (Qwen3.5)
@@ -122,6 +138,7 @@ class StepExecutor {
   std::vector<std::unique_ptr<Sequence>> blocks_;  // index = block id; null: free
   std::vector<Sequence::LinearStates> block_states_;  // index = block id; empty: none kept
   std::vector<DrawLogprobs> logprobs_;
+  std::shared_ptr<const constrain::TokenTable> tokens_;
 };
 
 }  // namespace xft::engine::serve

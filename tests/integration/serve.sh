@@ -413,9 +413,9 @@ assert status == "HTTP/1.1 200 OK", (status, developer)
 system = dict(chat, messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
 status, _, body = post("/v1/chat/completions", system)
 assert json.loads(developer)["choices"] == json.loads(body)["choices"], (developer, body)
-status, _, body = post("/v1/chat/completions", dict(chat, response_format={"type": "json_object"}))
+status, _, body = post("/v1/chat/completions", dict(chat, response_format={"type": "xml"}))
 assert status == "HTTP/1.1 400 Bad Request", status
-assert json.loads(body) == error("'response_format' is not supported by this server (only its default value), got {\"type\":\"json_object\"}", "response_format", "unsupported_parameter"), body
+assert json.loads(body) == error("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"xml\"", "response_format", None), body
 # Tools reach the chat template (built-in ChatML here: the Qwen1 test model ships none); a malformed one is a 400.
 status, _, body = post("/v1/chat/completions", dict(chat, tools=[{"type": "function", "function": {"name": "f"}}]))
 assert status == "HTTP/1.1 200 OK" and json.loads(body)["choices"][0]["message"]["role"] == "assistant", (status, body)

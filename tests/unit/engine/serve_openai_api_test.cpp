@@ -126,30 +126,29 @@ TEST(ServeOpenAiApi, FieldsClientsSendAtTheirDefaultsAreAccepted) {
 
 TEST(ServeOpenAiApi, OtherValuesOfThoseFieldsAre400sNamingTheField) {
   const std::string user = R"({"messages":[{"role":"user","content":"a"}],)";
-  ApiError schema = rejected(user + R"("response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true}}})");
+  ApiError schema = rejected(user + R"("response_format":{"type":"json_schema","json_schema":{"name":"answer","schemas":{}}}})");
   EXPECT_EQ(schema.status, 400);
   EXPECT_EQ(schema.type, "invalid_request_error");
   EXPECT_EQ(schema.param, "response_format");
-  EXPECT_EQ(schema.code, "unsupported_parameter");
-  EXPECT_EQ(schema.message,
-            R"('response_format' is not supported by this server (only its default value), got {"json_schema":{"name":"answer","strict":true},"type":"js...)");
+  EXPECT_EQ(schema.message, "unknown field 'response_format.json_schema.schemas'");
   ApiError tools = rejected(user + R"("tools":[{"type":"function","function":{"name":""}}]})");
   EXPECT_EQ(tools.param, "tools[0].function.name");
   EXPECT_EQ(tools.message, "'tools[0].function.name' must be a non-empty string");
   EXPECT_EQ(rejected(user + R"("tools":[{"type":"retrieval"}]})").param, "tools[0]");
-  EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").message,
-            R"('tool_choice' "required" is not supported by this server yet ("auto" or "none"))");
-  EXPECT_EQ(rejected(user + R"("response_format":{"type":"json_object"}})").param, "response_format");
+  EXPECT_EQ(rejected(user + R"("tool_choice":"sometimes"})").message,
+            R"('tool_choice' must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}})");
+  EXPECT_EQ(rejected(user + R"("response_format":{"type":"yaml"}})").message,
+            R"('response_format.type' must be "text", "json_object" or "json_schema", got "yaml")");
   EXPECT_EQ(rejected(user + R"("logit_bias":{"15":-100}})").param, "logit_bias");
   EXPECT_EQ(rejected(user + R"("top_logprobs":2})").param, "top_logprobs");  // without logprobs: true
-  EXPECT_EQ(rejected(user + R"("tool_choice":"required"})").param, "tool_choice");
+  EXPECT_EQ(rejected(user + R"("tool_choice":{"type":"function"}})").param, "tool_choice");
   EXPECT_EQ(rejected(user + R"("parallel_tool_calls":"yes"})").param, "parallel_tool_calls");
   EXPECT_EQ(rejected(user + R"("n":9})").message, "'n' must be an integer from 1 to 8, got 9");
   EXPECT_EQ(rejected(user + R"("n":0})").param, "n");
   EXPECT_EQ(rejected(R"({"prompt":"a","n":1.5})", false).message, "'n' must be an integer from 1 to 8, got 1.5");
   // Chat-only fields are unknown to /v1/completions.
   EXPECT_EQ(rejected(R"({"prompt":"a","tools":[]})", false).message, "unknown field 'tools'");
-  EXPECT_EQ(error_body(schema), R"({"error":{"code":"unsupported_parameter","message":"'response_format' is not supported by this server (only its default value), got {\"json_schema\":{\"name\":\"answer\",\"strict\":true},\"type\":\"js...","param":"response_format","type":"invalid_request_error"}})");
+  EXPECT_EQ(error_body(schema), R"({"error":{"code":null,"message":"unknown field 'response_format.json_schema.schemas'","param":"response_format","type":"invalid_request_error"}})");
 }
 
 TEST(ServeAccessLog, OneLineWithMethodPathStatusTokensAndTime) {
