@@ -167,10 +167,55 @@ const expectedCalls = [
   ok('parallel_tool_calls: false');
 }
 
-// ==== json_schema: the lead adds this case after merging the structured-output branch ====
-// e.g. client.chat.completions.create({ model, messages, response_format: { type: 'json_schema',
-//   json_schema: { name, schema, strict: true } } }) and check JSON.parse(content) against the schema.
-// ==== end json_schema ====
+// Structured output on the plain server: the random model's answer is held to the schema.
+{
+  const schema = {
+    type: 'object',
+    properties: {
+      city: { type: 'string', maxLength: 12 },
+      days: { type: 'integer' },
+      unit: { enum: ['C', 'F'] },
+      tags: { type: 'array', items: { type: 'boolean' }, maxItems: 3 },
+    },
+    required: ['city', 'days', 'unit'],
+    additionalProperties: false,
+  };
+  const answer = await client.chat.completions.create({
+    model, messages: user('Weather as JSON'), max_tokens: 120, seed: 3, temperature: 0.8,
+    response_format: { type: 'json_schema', json_schema: { name: 'weather', schema, strict: true } },
+  });
+  const [choice] = answer.choices;
+  assert.equal(choice.finish_reason, 'stop');
+  const value = JSON.parse(choice.message.content);
+  assert.deepEqual(Object.keys(value).filter((k) => !(k in schema.properties)), []);
+  assert.equal(typeof value.city, 'string');
+  assert.ok([...value.city].length <= 12);
+  assert.ok(Number.isInteger(value.days));
+  assert.ok(['C', 'F'].includes(value.unit));
+  if ('tags' in value) {
+    assert.ok(Array.isArray(value.tags) && value.tags.length <= 3);
+    value.tags.forEach((t) => assert.equal(typeof t, 'boolean'));
+  }
+  ok('json_schema');
+
+  const object = await client.chat.completions.create({
+    model, messages: user('Any JSON object'), max_tokens: 60, seed: 4, response_format: { type: 'json_object' },
+  });
+  const parsed = JSON.parse(object.choices[0].message.content);
+  assert.ok(parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed));
+  ok('json_object');
+
+  const forced = await client.chat.completions.create({
+    model, messages: user('Weather?'), tools, tool_choice: { type: 'function', function: { name: 'get_time' } },
+    max_tokens: 80, seed: 5,
+  });
+  assert.equal(forced.choices[0].finish_reason, 'tool_calls');
+  const [call] = forced.choices[0].message.tool_calls;
+  assert.equal(call.function.name, 'get_time');
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(args !== null && typeof args === 'object' && !Array.isArray(args));
+  ok('tool_choice naming a function');
+}
 
 // Errors reach the SDK as its APIError with OpenAI's fields.
 {

@@ -2,6 +2,7 @@
 # The official `openai` package for Node (from the npm registry) drives
 # `xftctl run qwen --serve` on the Qwen1 test model as a user's program would:
 # models, chat (plain, streamed with usage), completions with logprobs, n = 2,
+# json_schema, json_object and a tool_choice naming a function,
 # and, on a second server whose answers are scripted (the hidden
 # --scripted-answer: the random model never calls a tool by itself), tool
 # calls streamed in fragments that the SDK's stream helper assembles.
