@@ -158,7 +158,9 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
 std::vector<ExpectedTensor> projection_tensors(const ModelConfig& c, const std::string& base, int64_t rows,
                                                int64_t cols) {
   const QuantConfig& q = c.quant;
-  if (q.method == QuantMethod::none) return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  if (q.method == QuantMethod::none || !q.converts(base)) {
+    return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  }
   if (q.method == QuantMethod::fp8) {
     const int64_t block_rows = (rows + q.block_rows - 1) / q.block_rows;
     const int64_t block_cols = (cols + q.block_cols - 1) / q.block_cols;

@@ -183,7 +183,8 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
   plain_config.quant = QuantConfig{};
   for (const auto& t : expected_tensors(plain_config)) {
     // 2-D only: Qwen3.5's depthwise conv1d weight [C, 1, K] stays as it is.
-    const bool projection = t.role == TensorRole::linear && t.shape.size() == 2 && !unquantized_linear(t.name);
+    const bool projection = t.role == TensorRole::linear && t.shape.size() == 2 && !unquantized_linear(t.name) &&
+                            config.quant.converts(t.name.substr(0, t.name.size() - std::string(".weight").size()));
     if (!projection && t.dtype == DType::f32) {  // Qwen3.5's A_log and gated-norm weight
       auto values = plain.read_f32(t.name);
       if (!values) return values.error();
