@@ -207,7 +207,7 @@ TestModelSpec spec_of(const Case& c) {
     spec.moe_intermediate = 256;
     spec.shared_intermediate = 256;
   }
-  if (c.arch == Architecture::qwen3_5) {
+  if (c.arch == Architecture::qwen3_5 || c.arch == Architecture::qwen3_5_moe) {
     // Qwen3.5's 128-wide linear heads: each rank's q, k, v and z rows start and end on blocks;
     // the second layer is gated attention.
     spec.linear_head_dim = 128;
@@ -291,7 +291,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2_moe_shared_expert", Architecture::qwen2_moe, true, 2},
                       // in_proj_a/b (a row per value head) stay bf16, as modules_to_not_convert says.
                       Case{"qwen3_5_wide", Architecture::qwen3_5, true, 2},
-                      Case{"qwen3_5_four_ranks", Architecture::qwen3_5, true, 4}),
+                      Case{"qwen3_5_four_ranks", Architecture::qwen3_5, true, 4},
+                      // Experts one tensor each, as Qwen3.5-*-FP8 store them (the bf16 ones are fused stacks).
+                      Case{"qwen3_5_moe_wide", Architecture::qwen3_5_moe, true, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized) {
@@ -340,6 +342,19 @@ TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized
     EXPECT_EQ(q35.meta(gdn + small + ".weight")->dtype, DType::bf16) << small;
     EXPECT_FALSE(q35.has(gdn + small + ".weight_scale_inv")) << small;
   }
+  fs::remove_all(dir, ec);
+  // Qwen3.5-MoE: each expert's projections apart, FP8; the router and shared-expert gate bf16.
+  spec = spec_of(Case{"layout", Architecture::qwen3_5_moe, true, 2});
+  ASSERT_TRUE(write_test_model(dir, spec, WriteOptions{"", true}).ok());
+  auto moe35 = open_checkpoint(dir);
+  ASSERT_TRUE(moe35.ok()) << moe35.error().message;
+  const std::string mlp = "model.language_model.layers.0.mlp.";
+  EXPECT_FALSE((*moe35)->has(mlp + "experts.gate_up_proj"));
+  EXPECT_EQ((*moe35)->meta(mlp + "experts.3.up_proj.weight")->dtype, DType::f8_e4m3);
+  EXPECT_EQ((*moe35)->meta(mlp + "experts.3.down_proj.weight_scale_inv")->shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ((*moe35)->meta(mlp + "gate.weight")->dtype, DType::bf16);
+  EXPECT_EQ((*moe35)->meta(mlp + "shared_expert_gate.weight")->dtype, DType::bf16);
+  EXPECT_EQ((*moe35)->meta(mlp + "shared_expert.gate_proj.weight")->dtype, DType::f8_e4m3);
   fs::remove_all(dir, ec);
 }
 
