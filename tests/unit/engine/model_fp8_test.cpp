@@ -217,6 +217,8 @@ TestModelSpec spec_of(const Case& c) {
       spec.linear_key_heads = 4;
       spec.linear_value_heads = 8;
       spec.intermediate = 512;
+      spec.moe_intermediate = 512;
+      spec.shared_intermediate = 512;
     }
   }
   return spec;
@@ -293,7 +295,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3_5_wide", Architecture::qwen3_5, true, 2},
                       Case{"qwen3_5_four_ranks", Architecture::qwen3_5, true, 4},
                       // Experts one tensor each, as Qwen3.5-*-FP8 store them (the bf16 ones are fused stacks).
-                      Case{"qwen3_5_moe_wide", Architecture::qwen3_5_moe, true, 2}),
+                      Case{"qwen3_5_moe_wide", Architecture::qwen3_5_moe, true, 2},
+                      Case{"qwen3_5_moe_four_ranks", Architecture::qwen3_5_moe, true, 4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized) {
