@@ -270,6 +270,21 @@ Expected<QuantConfig> read_fp8(const json& qc, Fields& f) {
   if (q.block_cols % 64 != 0) {
     return f.error("weight_block_size", shown(block) + " is not supported (block columns must be a multiple of 64)");
   }
+  // Qwen3.5's FP8 checkpoints keep the one-row-per-head in_proj_a/in_proj_b
+  // in bf16 and list them here.
+  if (f.present("modules_to_not_convert") && !qc.at("modules_to_not_convert").is_null()) {
+    const json& modules = qc.at("modules_to_not_convert");
+    constexpr size_t kMostModules = 1 << 20;
+    if (!modules.is_array() || modules.size() > kMostModules) {
+      return f.error("modules_to_not_convert", "expected an array of module names, got " + shown(modules));
+    }
+    for (const json& m : modules) {
+      if (!m.is_string() || m.get<std::string>().empty() || m.get<std::string>().size() > 1024) {
+        return f.error("modules_to_not_convert", "expected module names (non-empty strings), got " + shown(m));
+      }
+      q.modules_to_not_convert.push_back(m.get<std::string>());
+    }
+  }
   return q;
 }
 
@@ -525,6 +540,14 @@ Expected<ModelConfig> parse_config(const std::string& json_text, const std::stri
     }
   }
   return config;
+}
+
+bool QuantConfig::converts(const std::string& module) const {
+  const std::string dotted = "." + module + ".";
+  for (const std::string& skipped : modules_to_not_convert) {
+    if (dotted.find("." + skipped + ".") != std::string::npos) return false;
+  }
+  return true;
 }
 
 bool is_linear_attention_layer(const ModelConfig& config, int layer) {

@@ -30,8 +30,9 @@ struct MoeConfig {
 // config.json quantization_config of a 4-bit checkpoint (layouts in
 // engine/model/quantized_weights.h) or an FP8 one (quant_method fp8, fmt
 // e4m3, weight_block_size: engine/kernels/fp8.h). Every projection of every
-// layer is quantized; embeddings, norms, biases, lm_head and the MoE router
-// (and Qwen2-MoE's shared-expert gate) are not.
+// layer is quantized, except the modules an FP8 checkpoint lists in
+// modules_to_not_convert (Qwen3.5's in_proj_a/in_proj_b); embeddings, norms,
+// biases, lm_head and the MoE router (and the shared-expert gate) are not.
 enum class QuantMethod { none, gptq, awq, fp8 };
 struct QuantConfig {
   QuantMethod method = QuantMethod::none;
@@ -42,6 +43,10 @@ struct QuantConfig {
   bool zero_minus_one = false; // GPTQ classic checkpoint_format: stored zero = zero - 1
   int block_rows = 0;          // fp8: weight_block_size [block_rows, block_cols],
   int block_cols = 0;          //      one weight_scale_inv per block
+  std::vector<std::string> modules_to_not_convert;  // fp8: full names, suffixes or parents of modules
+  // Whether the projection `module` ("...linear_attn.in_proj_a") is stored
+  // quantized: an entry names it, a parent of it or its last dotted parts.
+  bool converts(const std::string& module) const;
   bool four_bit() const { return method == QuantMethod::gptq || method == QuantMethod::awq; }
   int groups(int in) const { return group_size > 0 ? (in + group_size - 1) / group_size : 1; }
 };

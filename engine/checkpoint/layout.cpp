@@ -118,8 +118,18 @@ void add_qwen35_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, in
   const MoeConfig& moe = c.moe;
   const int64_t inter = moe.expert_intermediate, shared = moe.shared_expert_intermediate;
   add(out, p + "mlp.gate.weight", {moe.experts, hidden}, TensorRole::linear);
-  add(out, p + "mlp.experts.gate_up_proj", {moe.experts, 2 * inter, hidden}, TensorRole::linear);
-  add(out, p + "mlp.experts.down_proj", {moe.experts, hidden, inter}, TensorRole::linear);
+  if (c.quant.method == QuantMethod::fp8) {
+    // Qwen3.5-*-FP8 store each expert's projections apart, each with its block scales.
+    for (int e = 0; e < moe.experts; ++e) {
+      const std::string expert = p + "mlp.experts." + std::to_string(e) + ".";
+      add_linear(out, c, expert + "gate_proj", inter, hidden);
+      add_linear(out, c, expert + "up_proj", inter, hidden);
+      add_linear(out, c, expert + "down_proj", hidden, inter);
+    }
+  } else {
+    add(out, p + "mlp.experts.gate_up_proj", {moe.experts, 2 * inter, hidden}, TensorRole::linear);
+    add(out, p + "mlp.experts.down_proj", {moe.experts, hidden, inter}, TensorRole::linear);
+  }
   add_linear(out, c, p + "mlp.shared_expert.gate_proj", shared, hidden);
   add_linear(out, c, p + "mlp.shared_expert.up_proj", shared, hidden);
   add_linear(out, c, p + "mlp.shared_expert.down_proj", hidden, shared);
@@ -158,7 +168,9 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
 std::vector<ExpectedTensor> projection_tensors(const ModelConfig& c, const std::string& base, int64_t rows,
                                                int64_t cols) {
   const QuantConfig& q = c.quant;
-  if (q.method == QuantMethod::none) return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  if (q.method == QuantMethod::none || !q.converts(base)) {
+    return {{base + ".weight", {rows, cols}, TensorRole::linear, DType::bf16}};
+  }
   if (q.method == QuantMethod::fp8) {
     const int64_t block_rows = (rows + q.block_rows - 1) / q.block_rows;
     const int64_t block_cols = (cols + q.block_cols - 1) / q.block_cols;

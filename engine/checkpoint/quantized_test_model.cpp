@@ -171,6 +171,29 @@ bool unquantized_linear(const std::string& name) {
   return ends_with(".mlp.gate.weight") || ends_with(".mlp.shared_expert_gate.weight");
 }
 
+// Qwen3.5-MoE's fused stack gate_up_proj [E, 2I, H] (each expert's gate
+// rows, then its up rows) or down_proj [E, H, I], written as Qwen3.5-*-FP8
+// store it: experts.<e>.gate_proj / up_proj / down_proj, each with its scales.
+Expected<std::vector<StoredTensor>> fp8_expert_tensors(const QuantConfig& quant, const WeightSource& plain,
+                                                       const ExpectedTensor& stack) {
+  auto w = plain.read_f32(stack.name);
+  if (!w) return w.error();
+  const int experts = int(stack.shape[0]), rows = int(stack.shape[1]), cols = int(stack.shape[2]);
+  const bool gate_up = stack.name.size() >= 12 && stack.name.compare(stack.name.size() - 12, 12, "gate_up_proj") == 0;
+  const std::string prefix = stack.name.substr(0, stack.name.rfind('.') + 1);  // "...mlp.experts."
+  std::vector<StoredTensor> out;
+  for (int e = 0; e < experts; ++e) {
+    const float* expert = w->data() + size_t(e) * rows * cols;
+    const int parts = gate_up ? 2 : 1, part_rows = rows / parts;
+    for (int part = 0; part < parts; ++part) {
+      const std::string name = prefix + std::to_string(e) + (gate_up ? (part == 0 ? ".gate_proj" : ".up_proj") : ".down_proj");
+      std::vector<float> block(expert + size_t(part) * part_rows * cols, expert + size_t(part + 1) * part_rows * cols);
+      for (auto& p : fp8_projection(quant, block, name, part_rows, cols)) out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& config, const WeightSource& plain,
@@ -182,8 +205,16 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
   ModelConfig plain_config = config;
   plain_config.quant = QuantConfig{};
   for (const auto& t : expected_tensors(plain_config)) {
+    if (config.quant.method == QuantMethod::fp8 && t.shape.size() == 3 && t.role == TensorRole::linear &&
+        t.name.find(".mlp.experts.") != std::string::npos) {
+      auto experts = fp8_expert_tensors(config.quant, plain, t);
+      if (!experts) return experts.error();
+      for (auto& p : *experts) tensors.push_back(std::move(p));
+      continue;
+    }
     // 2-D only: Qwen3.5's depthwise conv1d weight [C, 1, K] stays as it is.
-    const bool projection = t.role == TensorRole::linear && t.shape.size() == 2 && !unquantized_linear(t.name);
+    const bool projection = t.role == TensorRole::linear && t.shape.size() == 2 && !unquantized_linear(t.name) &&
+                            config.quant.converts(t.name.substr(0, t.name.size() - std::string(".weight").size()));
     if (!projection && t.dtype == DType::f32) {  // Qwen3.5's A_log and gated-norm weight
       auto values = plain.read_f32(t.name);
       if (!values) return values.error();

@@ -212,8 +212,8 @@ Expected<void> validate_qwen35_spec(const TestModelSpec& spec) {
       static_cast<int>(rotary) % 2 != 0) {
     return spec_error("partial-rotary", "--head-dim x it must be a positive even integer, got " + std::to_string(rotary));
   }
-  if (!spec.quant.empty() && spec.arch == Architecture::qwen3_5_moe) {
-    return spec_error("quant", "quantized Qwen3.5-MoE test checkpoints are not supported (dense qwen3_5 is); leave out --quant");
+  if (!spec.quant.empty() && spec.quant != "fp8" && spec.arch == Architecture::qwen3_5_moe) {
+    return spec_error("quant", "4-bit Qwen3.5-MoE test checkpoints are not supported (fp8 and dense qwen3_5 are)");
   }
   return {};
 }
@@ -424,6 +424,19 @@ static ordered_json quantization_config(const TestModelSpec& s) {
     q["fmt"] = "e4m3";
     q["quant_method"] = "fp8";
     q["weight_block_size"] = {kTestFp8Block, kTestFp8Block};
+    if (s.arch == Architecture::qwen3_5 || s.arch == Architecture::qwen3_5_moe) {
+      // Qwen3.5-*-FP8 list, module by module, what they keep in bf16: among
+      // the projections, each Gated DeltaNet's in_proj_a and in_proj_b (one
+      // row per value head: a 128-row block would span every rank's heads).
+      ordered_json skipped = ordered_json::array({"lm_head", "model.language_model.embed_tokens"});
+      for (int l = 0; l < s.layers; ++l) {
+        if ((l + 1) % s.full_attn_interval == 0) continue;
+        const std::string p = "model.language_model.layers." + std::to_string(l) + ".linear_attn.";
+        skipped.push_back(p + "in_proj_a");
+        skipped.push_back(p + "in_proj_b");
+      }
+      q["modules_to_not_convert"] = skipped;
+    }
   } else {
     q["quant_method"] = "awq";
     q["bits"] = 4;

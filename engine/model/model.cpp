@@ -429,7 +429,9 @@ Expected<Model::Layer> Model::load_layer(const WeightSource& weights, int index)
     }
     case FeedForwardKind::mixture_of_experts: {
       const FusedExpertView fused(weights);
-      const WeightSource& experts = names.fused_experts ? static_cast<const WeightSource&>(fused) : weights;
+      // Qwen3.5-MoE's FP8 checkpoints store the experts one tensor each, as Qwen3-MoE does.
+      const bool stacked = names.fused_experts && weights.has(p + names.moe_prefix + "experts.gate_up_proj");
+      const WeightSource& experts = stacked ? static_cast<const WeightSource&>(fused) : weights;
       auto moe = MixtureOfExperts::load(experts, p + names.moe_prefix, partition_, format);
       if (!moe) return moe.error();
       layer.feed_forward = std::make_unique<MixtureOfExperts>(std::move(*moe));

@@ -52,9 +52,11 @@ Expected<HostMatrix> read_matrix(const WeightSource& weights, const std::string&
 Expected<HostMatrix> read_projection(const WeightSource& weights, const std::string& base, Range rows, Range cols,
                                      int full_rows, int full_cols) {
   const QuantConfig& quant = weights.config().quant;
-  if (quant.method == QuantMethod::none) {
-    return read_matrix(weights, base + ".weight", slice_of(rows), slice_of(cols));
-  }
+  // An FP8 checkpoint's projection is FP8 exactly when it carries block
+  // scales: the ones it left unconverted are plain bf16 matrices.
+  const bool plain = quant.method == QuantMethod::none ||
+                     (quant.method == QuantMethod::fp8 && !weights.has(base + ".weight_scale_inv"));
+  if (plain) return read_matrix(weights, base + ".weight", slice_of(rows), slice_of(cols));
   if (quant.method == QuantMethod::fp8) {
     auto fp8 = read_fp8_projection(weights, quant, base, rows, cols, full_rows, full_cols);
     if (!fp8) return fp8.error();

@@ -90,7 +90,16 @@ Expected<GatedDeltaNet> GatedDeltaNet::load(const WeightSource& weights, const s
   }
   std::vector<LinearBlock> blocks;
   for (const HostMatrix& m : parts) blocks.push_back(m.block());
-  block.in_proj_ = Linear(blocks, c.hidden, format);
+  auto quantized = [](const HostMatrix& m) { return !m.fp8.q.empty() || !m.int4.q.empty(); };
+  const bool ba_apart = quantized(parts.front()) && !quantized(parts.back());
+  if (ba_apart) {
+    // The bf16 rows pack as they are stored, a one-row-per-head matrix too
+    // small for the quantized kernels' blocks anyway.
+    block.in_proj_ = Linear(std::vector<LinearBlock>(blocks.begin(), blocks.end() - 2), c.hidden, format);
+    block.in_proj_ba_ = Linear(std::vector<LinearBlock>(blocks.end() - 2, blocks.end()), c.hidden, WeightFormat::bf16);
+  } else {
+    block.in_proj_ = Linear(blocks, c.hidden, format);
+  }
   parts.clear();
 
   for (Range rows : {q_rows, k_rows, v_rows}) {
@@ -139,7 +148,7 @@ size_t GatedDeltaNet::state_bytes() const {
 }
 
 uint64_t GatedDeltaNet::weight_bytes() const {
-  return in_proj_.weight_bytes() + out_proj_.weight_bytes() +
+  return in_proj_.weight_bytes() + in_proj_ba_.weight_bytes() + out_proj_.weight_bytes() +
          (conv_taps_.size() + a_log_.size() + dt_bias_.size() + norm_.size()) * sizeof(float);
 }
 
@@ -222,12 +231,30 @@ void GatedDeltaNet::gate_and_norm(const float* projected, int m, float* core) co
   }
 }
 
+// pass.projected[m][q|k|v|z|b|a]: one product, or two laid side by side.
+void GatedDeltaNet::project_inputs(const float* x, int m, LinearAttentionPass& pass) const {
+  if (in_proj_ba_.out() == 0) {
+    project(in_proj_, x, m, pass.projected.data(), *pass.pool, pass.rows_independent);
+    return;
+  }
+  const int qkvz = in_proj_.out(), ba = in_proj_ba_.out();
+  pass.projected_qkvz.resize(static_cast<size_t>(m) * qkvz);
+  pass.projected_ba.resize(static_cast<size_t>(m) * ba);
+  project(in_proj_, x, m, pass.projected_qkvz.data(), *pass.pool, pass.rows_independent);
+  project(in_proj_ba_, x, m, pass.projected_ba.data(), *pass.pool, pass.rows_independent);
+  for (int r = 0; r < m; ++r) {
+    float* row = pass.projected.data() + static_cast<size_t>(r) * projected_width_;
+    std::copy_n(pass.projected_qkvz.data() + static_cast<size_t>(r) * qkvz, qkvz, row);
+    std::copy_n(pass.projected_ba.data() + static_cast<size_t>(r) * ba, ba, row + qkvz);
+  }
+}
+
 void GatedDeltaNet::forward(const float* x, int m, float* out, LinearAttentionPass& pass) const {
   const int core_width = value_heads_ * dv_;
   pass.projected.resize(static_cast<size_t>(m) * projected_width_);
   pass.mixed.resize(static_cast<size_t>(m) * channels_);
   pass.core.resize(static_cast<size_t>(m) * core_width);
-  project(in_proj_, x, m, pass.projected.data(), *pass.pool, pass.rows_independent);
+  project_inputs(x, m, pass);
   int row = 0;
   for (size_t c = 0; c < pass.chunk_rows.size(); ++c) {
     const int n = pass.chunk_rows[c];

@@ -46,6 +46,7 @@ struct LinearAttentionPass {
   std::vector<int> chunk_rows;                         // token rows of each chunk, in order
   std::vector<LinearAttentionState*> chunk_states;     // this layer's state of each chunk's sequence
   std::vector<float> projected, mixed, core;           // scratch
+  std::vector<float> projected_qkvz, projected_ba;     // scratch when b|a is a Linear of its own
 };
 
 class GatedDeltaNet {
@@ -63,6 +64,7 @@ class GatedDeltaNet {
   uint64_t weight_bytes() const;
 
  private:
+  void project_inputs(const float* x, int m, LinearAttentionPass& pass) const;
   void convolve(const float* in, int n, int stride, LinearAttentionState& state, float* out) const;
   void run_rule(const float* mixed, const float* projected, int n, LinearAttentionState& state, float* core,
                 LinearAttentionPass& pass) const;
@@ -76,6 +78,9 @@ class GatedDeltaNet {
   int projected_width_ = 0; // channels_ + z (value heads × dv) + b + a
   float eps_ = 1e-6f;
   Linear in_proj_, out_proj_;
+  // b|a apart from q|k|v|z when the checkpoint stores them in another format
+  // (FP8 ones keep in_proj_a/b in bf16); empty when in_proj_ holds all six.
+  Linear in_proj_ba_;
   std::vector<float> conv_weight_;  // [channels][kernel] as read (emptied once transposed)
   std::vector<float> conv_taps_;    // [kernel][channels]
   std::vector<float> a_log_, dt_bias_, norm_;

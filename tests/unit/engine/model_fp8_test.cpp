@@ -207,11 +207,19 @@ TestModelSpec spec_of(const Case& c) {
     spec.moe_intermediate = 256;
     spec.shared_intermediate = 256;
   }
-  if (c.arch == Architecture::qwen3_5) {
-    // Key and value widths of 128 and 256 rows: q, k and v of in_proj_qkv start on blocks;
+  if (c.arch == Architecture::qwen3_5 || c.arch == Architecture::qwen3_5_moe) {
+    // Qwen3.5's 128-wide linear heads: each rank's q, k, v and z rows start and end on blocks;
     // the second layer is gated attention.
-    spec.linear_head_dim = 64;
+    spec.linear_head_dim = 128;
     spec.full_attn_interval = 2;
+    if (c.ranks == 4) {  // a query head, a key head, two value heads and 128 MLP rows a rank
+      spec.heads = 4;
+      spec.linear_key_heads = 4;
+      spec.linear_value_heads = 8;
+      spec.intermediate = 512;
+      spec.moe_intermediate = 512;
+      spec.shared_intermediate = 512;
+    }
   }
   return spec;
 }
@@ -265,11 +273,11 @@ TEST_P(Fp8Checkpoint, LogitsMatchTheDequantizedModelInFp32) {
   expect_decode_equal(reference, **packed, prompt, spec.vocab, c.name);
 
   if (c.ranks >= 2) {
-    std::vector<std::vector<float>> ranks(2);
-    testing::run_ranks(2, [&](int rank, Communicator& comm) {
-      ranks[rank] = prompt_logits(**packed, 2, rank, &comm, prompt);
+    std::vector<std::vector<float>> ranks(c.ranks);
+    testing::run_ranks(c.ranks, [&](int rank, Communicator& comm) {
+      ranks[rank] = prompt_logits(**packed, c.ranks, rank, &comm, prompt);
     });
-    expect_close(want, ranks[0], spec.vocab, std::string(c.name) + " 2 ranks");
+    expect_close(want, ranks[0], spec.vocab, std::string(c.name) + " " + std::to_string(c.ranks) + " ranks");
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -283,8 +291,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3_moe_wide", Architecture::qwen3_moe, true, 2},
                       // No published Qwen2-MoE FP8 checkpoint, but the same layout covers its shared expert.
                       Case{"qwen2_moe_shared_expert", Architecture::qwen2_moe, true, 2},
-                      // One rank: a rank's share of in_proj_a/b (a row per value head) would cut their block.
-                      Case{"qwen3_5_wide", Architecture::qwen3_5, true, 1}),
+                      // in_proj_a/b (a row per value head) stay bf16, as modules_to_not_convert says.
+                      Case{"qwen3_5_wide", Architecture::qwen3_5, true, 2},
+                      Case{"qwen3_5_four_ranks", Architecture::qwen3_5, true, 4},
+                      // Experts one tensor each, as Qwen3.5-*-FP8 store them (the bf16 ones are fused stacks).
+                      Case{"qwen3_5_moe_wide", Architecture::qwen3_5_moe, true, 2},
+                      Case{"qwen3_5_moe_four_ranks", Architecture::qwen3_5_moe, true, 4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized) {
@@ -317,6 +329,48 @@ TEST(Fp8Checkpoint, StoresE4m3WeightsWithBlockScalesAndKeepsTheRouterUnquantized
   EXPECT_EQ((*qwen2)->meta("model.layers.1.mlp.shared_expert.up_proj.weight")->dtype, DType::f8_e4m3);
   EXPECT_EQ((*qwen2)->meta("model.layers.1.mlp.shared_expert_gate.weight")->dtype, DType::bf16);
   fs::remove_all(dir, ec);
+  // Qwen3.5: in_proj_a/b stay bf16, listed in modules_to_not_convert as Qwen3.5-*-FP8 list them.
+  spec = spec_of(Case{"layout", Architecture::qwen3_5, true, 2});
+  ASSERT_TRUE(write_test_model(dir, spec, WriteOptions{"", true}).ok());
+  auto qwen35 = open_checkpoint(dir);
+  ASSERT_TRUE(qwen35.ok()) << qwen35.error().message;
+  const WeightSource& q35 = **qwen35;
+  const std::string gdn = "model.language_model.layers.0.linear_attn.";
+  EXPECT_EQ(q35.config().quant.modules_to_not_convert,
+            (std::vector<std::string>{"lm_head", "model.language_model.embed_tokens", gdn + "in_proj_a",
+                                      gdn + "in_proj_b"}));
+  EXPECT_EQ(q35.meta(gdn + "in_proj_qkv.weight")->dtype, DType::f8_e4m3);
+  EXPECT_TRUE(q35.has(gdn + "in_proj_z.weight_scale_inv"));
+  for (const char* small : {"in_proj_a", "in_proj_b"}) {
+    EXPECT_EQ(q35.meta(gdn + small + ".weight")->dtype, DType::bf16) << small;
+    EXPECT_FALSE(q35.has(gdn + small + ".weight_scale_inv")) << small;
+  }
+  fs::remove_all(dir, ec);
+  // Qwen3.5-MoE: each expert's projections apart, FP8; the router and shared-expert gate bf16.
+  spec = spec_of(Case{"layout", Architecture::qwen3_5_moe, true, 2});
+  ASSERT_TRUE(write_test_model(dir, spec, WriteOptions{"", true}).ok());
+  auto moe35 = open_checkpoint(dir);
+  ASSERT_TRUE(moe35.ok()) << moe35.error().message;
+  const std::string mlp = "model.language_model.layers.0.mlp.";
+  EXPECT_FALSE((*moe35)->has(mlp + "experts.gate_up_proj"));
+  EXPECT_EQ((*moe35)->meta(mlp + "experts.3.up_proj.weight")->dtype, DType::f8_e4m3);
+  EXPECT_EQ((*moe35)->meta(mlp + "experts.3.down_proj.weight_scale_inv")->shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ((*moe35)->meta(mlp + "gate.weight")->dtype, DType::bf16);
+  EXPECT_EQ((*moe35)->meta(mlp + "shared_expert_gate.weight")->dtype, DType::bf16);
+  EXPECT_EQ((*moe35)->meta(mlp + "shared_expert.gate_proj.weight")->dtype, DType::f8_e4m3);
+  fs::remove_all(dir, ec);
+}
+
+TEST(Fp8Config, ModulesToNotConvertMatchFullNamesParentsAndTrailingParts) {
+  QuantConfig q;
+  q.method = QuantMethod::fp8;
+  q.modules_to_not_convert = {"model.language_model.layers.0.linear_attn.in_proj_a", "in_proj_b", "model.visual"};
+  EXPECT_FALSE(q.converts("model.language_model.layers.0.linear_attn.in_proj_a"));
+  EXPECT_TRUE(q.converts("model.language_model.layers.1.linear_attn.in_proj_a"));
+  EXPECT_FALSE(q.converts("model.language_model.layers.5.linear_attn.in_proj_b"));
+  EXPECT_TRUE(q.converts("model.language_model.layers.5.linear_attn.in_proj_ba"));  // whole dotted parts only
+  EXPECT_FALSE(q.converts("model.visual.blocks.0.attn.qkv"));
+  EXPECT_TRUE(q.converts("model.language_model.layers.0.linear_attn.in_proj_qkv"));
 }
 
 TEST(Fp8Checkpoint, FormatNameAndARankCountThatCutsABlockIsRefused) {
