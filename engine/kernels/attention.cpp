@@ -150,7 +150,7 @@ void run_task(const Task& task, const float* q, int q_stride, const int* positio
 }  // namespace
 
 void attention(const float* q, int m, int q_stride, const int* positions, const KvCache& cache,
-               int heads, float* out, int out_stride, ThreadPool& pool) {
+               int heads, float* out, int out_stride, ThreadPool& pool, bool rows_alone) {
   if (m <= 0) return;
   const int kv_heads = cache.kv_heads();
   const int head_dim = cache.head_dim();
@@ -170,19 +170,41 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
   const int row_blocks = (m + kRowBlock - 1) / kRowBlock;
   const int base_tasks = row_blocks * kv_heads;
   const int splits = std::clamp((pool.size() + base_tasks - 1) / base_tasks, 1, max_tiles);
+  // A row's own split count: the batch's, or with rows_alone the one it gets alone.
+  std::vector<int> row_splits(static_cast<size_t>(m), splits);
+  if (rows_alone) {
+    for (int r = 0; r < m; ++r)
+      row_splits[r] = std::clamp((pool.size() + kv_heads - 1) / kv_heads, 1, tiles_for(positions[r]));
+  }
 
   std::vector<Task> tasks;
   tasks.reserve(static_cast<size_t>(base_tasks) * splits);
-  for (int b = 0; b < row_blocks; ++b) {
-    const int r0 = b * kRowBlock, r1 = std::min(m, r0 + kRowBlock);
+  auto add_block = [&](int r0, int r1, int block_splits) {
     int tiles = 0;
     for (int r = r0; r < r1; ++r) tiles = std::max(tiles, tiles_for(positions[r]));
     for (int h = 0; h < kv_heads; ++h) {
-      for (int s = 0; s < splits; ++s) {
-        const int t0 = static_cast<int>(static_cast<int64_t>(tiles) * s / splits);
-        const int t1 = static_cast<int>(static_cast<int64_t>(tiles) * (s + 1) / splits);
+      for (int s = 0; s < block_splits; ++s) {
+        const int t0 = static_cast<int>(static_cast<int64_t>(tiles) * s / block_splits);
+        const int t1 = static_cast<int>(static_cast<int64_t>(tiles) * (s + 1) / block_splits);
         tasks.push_back(Task{r0, r1, h, s, t0, t1});
       }
+    }
+  };
+  if (!rows_alone) {
+    for (int b = 0; b < row_blocks; ++b) add_block(b * kRowBlock, std::min(m, (b + 1) * kRowBlock), splits);
+  } else {
+    // Rows split alone run as one-row blocks with their own tile ranges;
+    // consecutive unsplit rows share blocks of up to kRowBlock.
+    for (int r = 0; r < m;) {
+      if (row_splits[r] > 1) {
+        add_block(r, r + 1, row_splits[r]);
+        ++r;
+        continue;
+      }
+      int end = r + 1;
+      while (end < m && end - r < kRowBlock && row_splits[end] == 1) ++end;
+      add_block(r, end, 1);
+      r = end;
     }
   }
   // Longest first, then a shared counter: causal prefill blocks differ in length.
@@ -191,12 +213,14 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
            (b.tile_end - b.tile_begin) * (b.row_end - b.row_begin);
   });
 
-  // Partials: [row][head][split] of (max, sum) and acc[head_dim].
-  const size_t slots = static_cast<size_t>(m) * heads * splits;
+  // Partials: [row][head][split] of (max, sum) and acc[head_dim]; a row uses
+  // its first row_splits[row] of the split slots.
+  const int slot_splits = *std::max_element(row_splits.begin(), row_splits.end());
+  const size_t slots = static_cast<size_t>(m) * heads * slot_splits;
   std::vector<Partial> partials(slots);
   AlignedBuffer accs(sizeof(float) * slots * head_dim);
   auto slot = [&](int row, int head, int split) {
-    return (static_cast<size_t>(row) * heads + head) * splits + split;
+    return (static_cast<size_t>(row) * heads + head) * slot_splits + split;
   };
   const AttentionKernels kernels = pick_kernels(cache.format());
   std::atomic<int> next{0};
@@ -224,11 +248,11 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
       const int row = i / heads;
       const int head = i % heads;
       float global_max = -std::numeric_limits<float>::infinity();
-      for (int s = 0; s < splits; ++s) global_max = std::max(global_max, partials[slot(row, head, s)].max);
+      for (int s = 0; s < row_splits[row]; ++s) global_max = std::max(global_max, partials[slot(row, head, s)].max);
       float* dst = out + static_cast<size_t>(row) * out_stride + static_cast<size_t>(head) * head_dim;
       std::fill(dst, dst + head_dim, 0.0f);
       float total = 0.0f;
-      for (int s = 0; s < splits; ++s) {
+      for (int s = 0; s < row_splits[row]; ++s) {
         const Partial& p = partials[slot(row, head, s)];
         if (p.sum == 0.0f) continue;
         const float w = std::exp(p.max - global_max);
@@ -241,7 +265,7 @@ void attention(const float* q, int m, int q_stride, const int* positions, const 
     }
   };
   // Decode merges a few thousand floats: less than waking the pool costs.
-  const size_t merge_floats = static_cast<size_t>(m) * heads * splits * head_dim;
+  const size_t merge_floats = static_cast<size_t>(m) * heads * slot_splits * head_dim;
   if (merge_floats <= 16384) {
     merge(0, m * heads);
   } else {

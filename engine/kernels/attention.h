@@ -61,7 +61,11 @@ class KvCache {
 // already). Query head h reads kv head h / (heads / kv_heads); scores are
 // scaled by 1/sqrt(head_dim). out: m rows of heads * head_dim floats (row
 // stride out_stride). Requires heads % kv_heads == 0.
+// rows_alone: every row's output is bit for bit what it would be if it were
+// the only row (the batch-invariant path): a row gets the key-range split it
+// would get alone, and rows whose split is one share row blocks, which leave
+// a row's bits as they are (a block's extra key columns are masked to zero).
 void attention(const float* q, int m, int q_stride, const int* positions, const KvCache& cache,
-               int heads, float* out, int out_stride, ThreadPool& pool);
+               int heads, float* out, int out_stride, ThreadPool& pool, bool rows_alone = false);
 
 }  // namespace xft::engine

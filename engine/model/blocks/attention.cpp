@@ -187,14 +187,10 @@ void Attention::attend(const AttentionShape& shape, AttentionPass& pass) const {
     float* out = pass.attn.data() + static_cast<size_t>(row) * attn_width;
     for (auto& g : *pass.chunk_caches[c]) {
       g.cache.store(k + g.kv_begin * d, v + g.kv_begin * d, n, qkv_width, pos);
-      // The kernel's work split depends on how many rows it gets; one row at
-      // a time, a token's attention is the same however its prompt is chunked.
-      const int step = pass.batch_invariant ? 1 : n;
-      for (int r = 0; r < n; r += step) {
-        const size_t at = static_cast<size_t>(r);
-        attention(q + at * qkv_width + g.q_begin * d, std::min(step, n - r), qkv_width, pos + r, g.cache, g.q_count,
-                  out + at * attn_width + g.q_begin * d, attn_width, *pass.pool);
-      }
+      // rows_alone: a token's attention is the same however its prompt is
+      // chunked and whatever shares the step.
+      attention(q + g.q_begin * d, n, qkv_width, pos, g.cache, g.q_count, out + g.q_begin * d, attn_width, *pass.pool,
+                pass.batch_invariant);
     }
     row += n;
   }

@@ -3,6 +3,7 @@
 // decode, contexts spanning several tiles and KV splits, on every ISA family.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -115,6 +116,49 @@ TEST(KernelsAttention, DecodeLongContextSplitsKvTiles) {
     check({12, 2, 128, 257, 3, KvFormat::bf16, 2}, rng);    // a few rows (speculative/batched decode)
     check({8, 2, 64, 333, 1, KvFormat::f32, 4}, rng);       // fp32 cache, odd tile split
     check({4, 1, 40, 1, 1, KvFormat::f32, 2}, rng);         // fp32, first token, head_dim 40
+    if (HasFatalFailure()) return;
+  }
+}
+
+// rows_alone: every row of a batch gets the bits it gets as the only row,
+// whether it shares a row block (unsplit) or gets its own key-range split.
+void check_rows_alone(int heads, int kv_heads, int head_dim, int context, int m, int threads, std::mt19937& rng) {
+  const int kv_width = kv_heads * head_dim, q_width = heads * head_dim;
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  KvCache cache(kv_heads, head_dim, context, KvFormat::bf16);
+  std::vector<float> k(size_t(context) * kv_width), v(k.size());
+  for (auto& x : k) x = dist(rng);
+  for (auto& x : v) x = dist(rng);
+  std::vector<int> all(context);
+  for (int i = 0; i < context; ++i) all[i] = i;
+  cache.store(k.data(), v.data(), context, kv_width, all.data());
+  // A chunk's rows at the end of the context, then a few scattered decode rows.
+  std::vector<int> positions;
+  for (int r = 0; r < m; ++r) positions.push_back(context - m + r);
+  for (int p : {0, 3, context / 2, 64, 65}) positions.push_back(std::min(p, context - 1));
+  const int rows = static_cast<int>(positions.size());
+  std::vector<float> q(size_t(rows) * q_width);
+  for (auto& x : q) x = dist(rng);
+  ThreadPool pool(threads);
+  std::vector<float> batch(size_t(rows) * q_width), alone(q_width);
+  attention(q.data(), rows, q_width, positions.data(), cache, heads, batch.data(), q_width, pool, true);
+  for (int r = 0; r < rows; ++r) {
+    attention(q.data() + size_t(r) * q_width, 1, q_width, &positions[r], cache, heads, alone.data(), q_width, pool);
+    for (int i = 0; i < q_width; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(batch[size_t(r) * q_width + i]), std::bit_cast<uint32_t>(alone[i]))
+          << isa_name(active_isa()) << " heads " << heads << "/" << kv_heads << " threads " << threads << " row " << r
+          << " at " << positions[r] << " element " << i;
+    }
+  }
+}
+
+TEST(KernelsAttention, RowsAloneGiveEachRowItsOwnBits) {
+  std::mt19937 rng(23);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    check_rows_alone(14, 2, 64, 300, 150, 2, rng);  // unsplit rows in blocks of 8
+    check_rows_alone(8, 1, 64, 300, 37, 2, rng);    // one kv head: each row split alone
+    check_rows_alone(6, 2, 40, 130, 21, 5, rng);    // head_dim 40, more threads than kv heads
     if (HasFatalFailure()) return;
   }
 }
