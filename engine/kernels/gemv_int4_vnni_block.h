@@ -56,6 +56,41 @@ XFT_AVX512VNNI inline void group_dots(const uint8_t* bytes, const int8_t* const 
   }
 }
 
+// A pass's float work (about 40 instructions per group and input) holds no weight
+// loads; past about 32 groups it outlasts the out-of-order window, so the
+// memory stream would stall there (on long rows, K = 8960, the kernel read
+// DRAM slower than the int8 one). The float loop therefore prefetches, spread
+// over its groups, what the next pass reads: the next groups of these eight
+// rows, or the next block's first ones. Shorter passes overlap on their own,
+// where the extra prefetches only slowed the hardware prefetcher.
+constexpr int kPrefetchMinGroups = 32;
+
+// The bytes the next pass reads: `rows` rows of `lines_per_row` cache lines
+// from `first`, a row apart; spread as `per_group` lines per group of the
+// float loop (none when total is 0).
+struct NextPass {
+  const uint8_t* first = nullptr;
+  size_t row_stride = 0, lines_per_row = 0, total = 0, per_group = 0;
+};
+
+inline NextPass next_pass_of(const PackedWeight& w, int r0, int g0, int g1, int chunk) {
+  NextPass next;
+  const int groups = g1 - g0;
+  if (groups < kPrefetchMinGroups) return next;
+  const bool same_rows = g1 < w.groups;
+  const int first_row = same_rows ? r0 : r0 + kInt4RowBlock;
+  const int rows = std::min(kInt4RowBlock, w.out - first_row);
+  if (rows <= 0) return next;
+  const int first_group = same_rows ? g1 : 0;
+  const size_t group_bytes = static_cast<size_t>(w.group_len) / 2;
+  next.first = w.int4_row(first_row) + first_group * group_bytes;
+  next.row_stride = w.row_bytes();
+  next.lines_per_row = (static_cast<size_t>(std::min(w.groups - first_group, chunk)) * group_bytes + 63) / 64;
+  next.total = next.lines_per_row * rows;
+  next.per_group = (next.total + groups - 1) / groups;
+  return next;
+}
+
 // Eight rows r0 .. r0 + 7 at once, as gemv_int4_avx2's block_small_groups:
 // each row's groups in turn (one sequential stream) into integer dots, then
 // per group and input the eight rows' dots summed across lanes into one
@@ -85,7 +120,13 @@ XFT_AVX512VNNI inline void block_small_groups(const PackedWeight& w, const int8_
         for (int j = 0; j < M; ++j) dots[j][g - g0][i] = d[j];
       }
     }
+    const NextPass next = next_pass_of(w, r0, g0, g1, kChunk);
+    size_t line = 0;
     for (int g = g0; g < g1; ++g) {
+      for (const size_t end = std::min(next.total, line + next.per_group); line < end; ++line) {
+        _mm_prefetch(reinterpret_cast<const char*>(next.first + line / next.lines_per_row * next.row_stride + 64 * (line % next.lines_per_row)),
+                     _MM_HINT_T1);
+      }
       const __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + kInt4RowBlock * g)));
       const __m256 zero = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(z8 + kInt4RowBlock * g))));
       const __m256 scaled_zero = _mm256_mul_ps(scale, zero);
