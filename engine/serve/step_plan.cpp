@@ -340,20 +340,64 @@ int32_t draw_allowed(TokenSampler& sampler, std::span<const float> raw, const st
 
 }  // namespace
 
+namespace {
+
+// A greedy draw without penalty or log-probabilities takes the allowed token
+// with the highest logit (the lower id on a tie), which is the first allowed
+// one in the logits' order: the best kGreedyTries tokens are tested before a
+// whole mask is built. -1: none of them is allowed.
+constexpr int kGreedyTries = 32;
+
+int32_t first_allowed_by_logit(const constrain::ConstrainedSequence& constraint, const constrain::TokenTable& table,
+                               std::span<const float> raw) {
+  auto better = [&](int32_t a, int32_t b) { return raw[a] > raw[b] || (raw[a] == raw[b] && a < b); };
+  std::vector<int32_t> best;  // a heap whose front is the worst of the best
+  best.reserve(kGreedyTries + 1);
+  for (int32_t id = 0; id < static_cast<int32_t>(raw.size()); ++id) {
+    if (best.size() == kGreedyTries && !better(id, best.front())) continue;
+    best.push_back(id);
+    std::push_heap(best.begin(), best.end(), better);
+    if (best.size() > kGreedyTries) {
+      std::pop_heap(best.begin(), best.end(), better);
+      best.pop_back();
+    }
+  }
+  std::sort(best.begin(), best.end(), better);
+  for (int32_t id : best)
+    if (constraint.allows(table, id)) return id;
+  return -1;
+}
+
+}  // namespace
+
 void StepExecutor::redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
                                   std::vector<int32_t>& drawn) {
-  std::vector<uint8_t> allowed;
-  for (auto& [i, saved] : raw) {
-    Slot& s = slots_[slots[i]];
-    if (!s.constraint->allows(*tokens_, drawn[i])) {
-      s.constraint->allowed_tokens(*tokens_, allowed);
-      DrawLogprobs* logprobs = i < logprobs_.size() ? &logprobs_[i] : nullptr;
-      // No allowed token at all (a vocabulary without single-byte tokens): the draw stands and the answer breaks.
-      if (int32_t token = draw_allowed(*s.sampler, saved, allowed, s.sequence->tokens(), logprobs); token >= 0)
-        drawn[i] = token;
+  // The masks of refused draws are most of a constrained step's cost; each
+  // slot's mask, sampler and matcher are its own, so slots run in parallel.
+  model_.pool().parallel_for_balanced(static_cast<int>(raw.size()), [&](int begin, int end) {
+    std::vector<uint8_t> allowed;
+    for (int k = begin; k < end; ++k) {
+      const size_t i = raw[k].first;
+      Slot& s = slots_[slots[i]];
+      if (!s.constraint->allows(*tokens_, drawn[i])) {
+        const SamplingParams& params = s.sampler->params();
+        if (params.is_greedy() && params.repetition_penalty == 1.0f && params.logprobs < 0) {
+          if (int32_t token = first_allowed_by_logit(*s.constraint, *tokens_, raw[k].second); token >= 0) {
+            drawn[i] = token;
+            s.constraint->accept(*tokens_, drawn[i]);
+            continue;
+          }
+        }
+        s.constraint->allowed_tokens(*tokens_, allowed);
+        DrawLogprobs* logprobs = i < logprobs_.size() ? &logprobs_[i] : nullptr;
+        // No allowed token at all (a vocabulary without single-byte tokens): the draw stands and the answer breaks.
+        if (int32_t token = draw_allowed(*s.sampler, raw[k].second, allowed, s.sequence->tokens(), logprobs);
+            token >= 0)
+          drawn[i] = token;
+      }
+      s.constraint->accept(*tokens_, drawn[i]);
     }
-    s.constraint->accept(*tokens_, drawn[i]);
-  }
+  });
 }
 
 Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
