@@ -197,9 +197,10 @@ struct Answer {
   std::string finish_reason;
 };
 
-// Runs every grammar as one request through one scheduler (16 at a time), sampled with temperature 1.
+// Runs every grammar as one request through one scheduler (16 at a time), sampled with
+// temperature 1 (every fifth greedy), or all greedy; logprobs >= 0 asks for log-probabilities.
 std::vector<Answer> decode_all(const Tokenizer& tok, const std::vector<std::shared_ptr<const constrain::Grammar>>& grammars,
-                               int max_tokens) {
+                               int max_tokens, bool all_greedy = false, int logprobs = -1) {
   auto t = testing::tiny_model(3, false, 256);
   SchedulerOptions options;
   options.max_batch = 16;
@@ -214,7 +215,8 @@ std::vector<Answer> decode_all(const Tokenizer& tok, const std::vector<std::shar
     GenerationRequest r;
     r.prompt = testing::prompt_of(6, static_cast<int>(i));
     r.sampling.temperature = 1.0f;
-    r.sampling.greedy = i % 5 == 0;  // some greedy, the rest sampled
+    r.sampling.greedy = all_greedy || i % 5 == 0;  // some greedy, the rest sampled
+    r.sampling.logprobs = logprobs;
     r.sampling.seed = 100 + i;
     r.max_tokens = max_tokens;
     r.stop_ids = stops;
@@ -266,6 +268,28 @@ TEST(ConstrainDecoding, TwoHundredGeneratedSchemasAllGetValidAnswers) {
     nontrivial += answers[i].text.size() > 12;
   }
   EXPECT_GT(nontrivial, 50);  // the noise fills strings and arrays, not only the shortest answers
+}
+
+// A greedy draw without log-probabilities tries the best tokens by logit before a
+// whole mask; with log-probabilities it always builds the mask. Both take the same tokens.
+TEST(ConstrainDecoding, GreedyShortcutTakesTheTokensOfTheWholeMask) {
+  const Tokenizer* tok = engine::testing::json_tokenizer();
+  ASSERT_NE(tok, nullptr);
+  SchemaGenerator generator(77);
+  std::vector<std::shared_ptr<const constrain::Grammar>> grammars;
+  while (grammars.size() < 24) {
+    auto grammar = constrain::compile_json_schema(generator.schema());
+    ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+    if (grammar->nodes[grammar->root].min_bytes > kMaxTokens / 2) continue;
+    grammars.push_back(std::make_shared<const constrain::Grammar>(std::move(*grammar)));
+  }
+  const std::vector<Answer> shortcut = decode_all(*tok, grammars, kMaxTokens, true);
+  const std::vector<Answer> masked = decode_all(*tok, grammars, kMaxTokens, true, 0);
+  ASSERT_EQ(shortcut.size(), masked.size());
+  for (size_t i = 0; i < shortcut.size(); ++i) {
+    EXPECT_EQ(shortcut[i].text, masked[i].text) << i;
+    EXPECT_EQ(shortcut[i].finish_reason, masked[i].finish_reason) << i;
+  }
 }
 
 TEST(ConstrainDecoding, ForcedToolCallsNameAGivenToolWithValidArguments) {
