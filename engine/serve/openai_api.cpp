@@ -630,9 +630,29 @@ std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usa
   return dump(body);
 }
 
-std::string models_body(const std::string& model, int64_t created) {
+std::string models_body(const ModelCard& card) {
+  json response_format = json::array({"text"});
+  json tool_choice = json::array({"auto", "none"});
+  if (card.structured_output) {
+    response_format.push_back("json_object");
+    response_format.push_back("json_schema");
+    tool_choice.push_back("required");
+    tool_choice.push_back("function");
+  }
+  const json capabilities = {{"chat_template", card.chat_template},
+                             {"tools", true},
+                             {"tool_choice", tool_choice},
+                             {"response_format", response_format},
+                             {"reasoning_content", card.reasoning_content},
+                             {"max_n", kMaxChoices},
+                             {"max_top_logprobs", kMaxChatTopLogprobs}};
   return dump({{"object", "list"},
-               {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "xftctl"}}})}});
+               {"data", json::array({{{"id", card.id},
+                                      {"object", "model"},
+                                      {"created", card.created},
+                                      {"owned_by", "xftctl"},
+                                      {"max_model_len", card.max_model_len},
+                                      {"capabilities", capabilities}}})}});
 }
 
 }  // namespace xft::engine::serve

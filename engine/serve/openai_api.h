@@ -151,6 +151,17 @@ std::string chat_completion_body(const ResponseIds& ids, const AssistantMessage&
 std::string chat_event_chunk_body(const ResponseIds& ids, const OutputEvent& event,
                                   const nlohmann::json& logprobs = nullptr, int index = 0);
 std::string usage_chunk_body(const ResponseIds& ids, bool chat, const Usage& usage);
-std::string models_body(const std::string& model, int64_t created);
+// What GET /v1/models says of the served model: OpenAI's fields, vLLM's
+// max_model_len, and what this server accepts (so a client can tell a
+// one-rank server, which holds answers to schemas, from a tensor-parallel one).
+struct ModelCard {
+  std::string id;
+  int64_t created = 0;
+  int max_model_len = 0;
+  std::string chat_template;      // where it came from: "tokenizer_config.json", a path, "built-in ChatML"
+  bool reasoning_content = false;  // <think> text is split off
+  bool structured_output = false;  // response_format json_object/json_schema, tool_choice required/named
+};
+std::string models_body(const ModelCard& card);
 
 }  // namespace xft::engine::serve

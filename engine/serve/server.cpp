@@ -168,7 +168,10 @@ Server::Tokens Server::route(const HttpRequest& request, HttpResponder& responde
   }
   if (path == "/v1/models") {
     if (!get) return wrong_method("GET, HEAD");
-    return sent(responder.send(200, kJson, models_body(options_.model_name, options_.created)));
+    const ModelCard card{options_.model_name,       options_.created,
+                         scheduler_.max_context(),  chat_format_->origin(),
+                         options_.split_reasoning && chat_format_->thinks(), scheduler_.can_constrain()};
+    return sent(responder.send(200, kJson, models_body(card)));
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return wrong_method("POST");
