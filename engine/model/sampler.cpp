@@ -35,6 +35,29 @@ void apply_repetition_penalty(float* logits, int n, int vocab_begin, float penal
   }
 }
 
+// The best `count` of logits[0..n) by `better`, best first. One pass with a
+// heap of the best seen so far (its front the worst of them), never copying
+// the vocabulary. Ids rise as the pass goes, so a logit no higher than the
+// worst kept one can never be better: one comparison refuses most tokens.
+std::vector<Candidate> best_candidates(const float* logits, int n, int vocab_begin, int count) {
+  count = std::min(count, n);
+  std::vector<Candidate> best;
+  if (count <= 0) return best;
+  best.reserve(count);
+  for (int i = 0; i < count; ++i) best.push_back({logits[i], vocab_begin + i});
+  std::make_heap(best.begin(), best.end(), better);
+  float worst = best.front().logit;
+  for (int i = count; i < n; ++i) {
+    if (!(logits[i] > worst)) continue;
+    std::pop_heap(best.begin(), best.end(), better);
+    best.back() = {logits[i], vocab_begin + i};
+    std::push_heap(best.begin(), best.end(), better);
+    worst = best.front().logit;
+  }
+  std::sort_heap(best.begin(), best.end(), better);
+  return best;
+}
+
 // The raw statistics of this rank's slice, before anything modifies it.
 void add_raw_statistics(const float* logits, int n, int vocab_begin, int top, Proposal& proposal) {
   float max = logits[0];
@@ -43,22 +66,20 @@ void add_raw_statistics(const float* logits, int n, int vocab_begin, int top, Pr
   for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
   proposal.raw_max = max;
   proposal.raw_sum_exp = static_cast<float>(sum);
-  const int count = std::min(top, n);
-  std::vector<Candidate> all(n);
-  for (int i = 0; i < n; ++i) all[i] = {logits[i], vocab_begin + i, logits[i]};
-  std::partial_sort(all.begin(), all.begin() + count, all.end(), better);
-  all.resize(count);
-  proposal.raw_top = std::move(all);
-  proposal.raw_count = count;
+  proposal.raw_top = best_candidates(logits, n, vocab_begin, std::min(top, n));
+  for (Candidate& c : proposal.raw_top) c.raw = c.logit;
+  proposal.raw_count = static_cast<int32_t>(proposal.raw_top.size());
 }
 
 }  // namespace
 
-TokenSampler::TokenSampler(const SamplingParams& params)
-    : params_(params), rng_state_(params.seed ^ 0x5851F42D4C957F2Dull) {}
+TokenSampler::TokenSampler(const SamplingParams& params, int greedy_candidates)
+    : params_(params),
+      greedy_candidates_(std::clamp(greedy_candidates, 1, kMaxCandidates)),
+      rng_state_(params.seed ^ 0x5851F42D4C957F2Dull) {}
 
 int TokenSampler::candidate_cap() const {
-  if (params_.is_greedy()) return 1;
+  if (params_.is_greedy()) return greedy_candidates_;
   if (params_.top_k > 0) return std::min(params_.top_k, kMaxCandidates);
   return kMaxCandidates;
 }
@@ -90,11 +111,7 @@ Proposal TokenSampler::propose(float* logits, int n, int vocab_begin,
     }
     proposal.candidates = {{logits[best], vocab_begin + best}};
   } else {
-    std::vector<Candidate> all(n);
-    for (int i = 0; i < n; ++i) all[i] = {logits[i], vocab_begin + i};
-    std::partial_sort(all.begin(), all.begin() + cap, all.end(), better);
-    all.resize(cap);
-    proposal.candidates = std::move(all);
+    proposal.candidates = best_candidates(logits, n, vocab_begin, cap);
   }
   proposal.count = cap;
   proposal.max = proposal.candidates.front().logit;
@@ -231,7 +248,7 @@ Proposal unpack(const unsigned char* in, int cap) {
 std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* const> samplers,
                                   std::span<float* const> rows, int n, int vocab_begin,
                                   std::span<const std::span<const int32_t>> histories,
-                                  std::vector<DrawLogprobs>* logprobs) {
+                                  std::vector<DrawLogprobs>* logprobs, std::vector<Proposal>* first_proposals) {
   const size_t batch = samplers.size();
   int cap = 1;
   int raw_cap = 0;
@@ -253,12 +270,14 @@ std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* co
   std::vector<int32_t> chosen(batch);
   std::vector<Proposal> proposals(ranks);
   if (logprobs) logprobs->assign(batch, DrawLogprobs{});
+  if (first_proposals) first_proposals->assign(batch, Proposal{});
   for (size_t b = 0; b < batch; ++b) {
     for (int r = 0; r < ranks; ++r) {
       proposals[r] = unpack(gathered.data() + r * per_rank + b * per_seq, cap);
     }
     chosen[b] = samplers[b]->choose(proposals);
     if (logprobs && samplers[b]->params().logprobs >= 0) (*logprobs)[b] = samplers[b]->logprobs(proposals, chosen[b]);
+    if (first_proposals) (*first_proposals)[b] = std::move(proposals[0]);
   }
   return chosen;
 }

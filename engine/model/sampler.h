@@ -73,7 +73,9 @@ constexpr int kMaxCandidates = 1024;
 
 class TokenSampler {
  public:
-  explicit TokenSampler(const SamplingParams& params);
+  // greedy_candidates: how many of the best tokens a greedy proposal holds,
+  // best first (a constrained draw tests them in order when the best one is refused).
+  explicit TokenSampler(const SamplingParams& params, int greedy_candidates = 1);
 
   const SamplingParams& params() const { return params_; }
   // How many candidates a rank proposes (the same on every rank).
@@ -94,16 +96,19 @@ class TokenSampler {
   double next_uniform();  // [0, 1)
 
   SamplingParams params_;
+  int greedy_candidates_;
   uint64_t rng_state_;
 };
 
 // One collective for a whole batch: rows[b] is sequence b's logits slice
 // (length n, ids from vocab_begin). Returns the chosen token per sequence;
 // logprobs (when given) gets one entry per sequence, empty where the
-// sequence's params ask for none.
+// sequence's params ask for none; first_proposals (when given) gets each
+// sequence's proposal from rank 0 (a one-rank caller's whole candidate list).
 std::vector<int32_t> sample_batch(Communicator& comm, std::span<TokenSampler* const> samplers,
                                   std::span<float* const> rows, int n, int vocab_begin,
                                   std::span<const std::span<const int32_t>> histories,
-                                  std::vector<DrawLogprobs>* logprobs = nullptr);
+                                  std::vector<DrawLogprobs>* logprobs = nullptr,
+                                  std::vector<Proposal>* first_proposals = nullptr);
 
 }  // namespace xft::engine

@@ -296,8 +296,10 @@ Expected<std::vector<int32_t>> StepExecutor::sample(std::span<const int> slots, 
     const float* row = row_data[i];
     raw.emplace_back(i, std::vector<float>(row, row + vocab.size()));
   }
-  auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &logprobs_);
-  if (!raw.empty()) redraw_refused(slots, raw, drawn);
+  std::vector<Proposal> proposals;
+  auto drawn = sample_batch(model_.comm(), samplers, row_data, vocab.size(), vocab.begin, histories, &logprobs_,
+                            raw.empty() ? nullptr : &proposals);
+  if (!raw.empty()) redraw_refused(slots, raw, proposals, drawn);
   for (size_t i = 0; i < slots.size(); ++i) slots_[slots[i]].last = drawn[i];
   return drawn;
 }
@@ -343,35 +345,29 @@ int32_t draw_allowed(TokenSampler& sampler, std::span<const float> raw, const st
 namespace {
 
 // A greedy draw without penalty or log-probabilities takes the allowed token
-// with the highest logit (the lower id on a tie), which is the first allowed
-// one in the logits' order: the best kGreedyTries tokens are tested before a
-// whole mask is built. -1: none of them is allowed.
+// with the highest logit (the lower id on a tie): the first allowed one of the
+// sampler's proposal, which holds the best kGreedyTries tokens in that order,
+// so they are tested before a whole mask is built.
 constexpr int kGreedyTries = 32;
 
-int32_t first_allowed_by_logit(const constrain::ConstrainedSequence& constraint, const constrain::TokenTable& table,
-                               std::span<const float> raw) {
-  auto better = [&](int32_t a, int32_t b) { return raw[a] > raw[b] || (raw[a] == raw[b] && a < b); };
-  std::vector<int32_t> best;  // a heap whose front is the worst of the best
-  best.reserve(kGreedyTries + 1);
-  for (int32_t id = 0; id < static_cast<int32_t>(raw.size()); ++id) {
-    if (best.size() == kGreedyTries && !better(id, best.front())) continue;
-    best.push_back(id);
-    std::push_heap(best.begin(), best.end(), better);
-    if (best.size() > kGreedyTries) {
-      std::pop_heap(best.begin(), best.end(), better);
-      best.pop_back();
-    }
+bool takes_greedy_shortcut(const SamplingParams& params) {
+  return params.is_greedy() && params.repetition_penalty == 1.0f && params.logprobs < 0;
+}
+
+// -1: none of the proposal's candidates is allowed.
+int32_t first_allowed(const constrain::ConstrainedSequence& constraint, const constrain::TokenTable& table,
+                      const Proposal& proposal, int32_t refused) {
+  for (int i = 0; i < proposal.count; ++i) {
+    const int32_t id = proposal.candidates[i].id;
+    if (id != refused && constraint.allows(table, id)) return id;
   }
-  std::sort(best.begin(), best.end(), better);
-  for (int32_t id : best)
-    if (constraint.allows(table, id)) return id;
   return -1;
 }
 
 }  // namespace
 
 void StepExecutor::redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
-                                  std::vector<int32_t>& drawn) {
+                                  std::span<const Proposal> proposals, std::vector<int32_t>& drawn) {
   // The masks of refused draws are most of a constrained step's cost; each
   // slot's mask, sampler and matcher are its own, so slots run in parallel.
   model_.pool().parallel_for_balanced(static_cast<int>(raw.size()), [&](int begin, int end) {
@@ -380,9 +376,8 @@ void StepExecutor::redraw_refused(std::span<const int> slots, std::vector<std::p
       const size_t i = raw[k].first;
       Slot& s = slots_[slots[i]];
       if (!s.constraint->allows(*tokens_, drawn[i])) {
-        const SamplingParams& params = s.sampler->params();
-        if (params.is_greedy() && params.repetition_penalty == 1.0f && params.logprobs < 0) {
-          if (int32_t token = first_allowed_by_logit(*s.constraint, *tokens_, raw[k].second); token >= 0) {
+        if (takes_greedy_shortcut(s.sampler->params())) {
+          if (int32_t token = first_allowed(*s.constraint, *tokens_, proposals[i], drawn[i]); token >= 0) {
             drawn[i] = token;
             s.constraint->accept(*tokens_, drawn[i]);
             continue;
@@ -411,7 +406,8 @@ Expected<std::vector<int32_t>> StepExecutor::run(const StepPlan& plan) {
     Slot& s = slots_[op.slot];
     if (op.start) {
       s.sequence = model_.new_sequence(op.capacity);
-      s.sampler = std::make_unique<TokenSampler>(op.sampling);
+      const bool greedy_shortcut = op.constraint && takes_greedy_shortcut(op.sampling);
+      s.sampler = std::make_unique<TokenSampler>(op.sampling, greedy_shortcut ? kGreedyTries : 1);
       s.constraint = op.constraint ? std::make_unique<constrain::ConstrainedSequence>(op.constraint) : nullptr;
       if (auto resumed = start_from_blocks(s, op.reuse); !resumed) return resumed.error();
     }

@@ -128,9 +128,10 @@ class StepExecutor {
   Expected<std::vector<int32_t>> sample(std::span<const int> slots, std::span<const int> rows,
                                         std::span<float> logits);
   // Draws again, over the allowed tokens' raw logits, the constrained rows whose token
-  // the grammar refused (raw: index into slots, the row's raw logits); advances their matchers.
+  // the grammar refused (raw: index into slots, the row's raw logits; proposals: each
+  // slot's sampler proposal, indexed like slots); advances their matchers.
   void redraw_refused(std::span<const int> slots, std::vector<std::pair<size_t, std::vector<float>>>& raw,
-                      std::vector<int32_t>& drawn);
+                      std::span<const Proposal> proposals, std::vector<int32_t>& drawn);
 
   Model& model_;
   bool linear_state_ = false;  // the model has linear-attention layers (Qwen3.5)

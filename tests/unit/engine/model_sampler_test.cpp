@@ -52,6 +52,28 @@ TEST(Sampler, GreedyPicksTheLargestLogitAndBreaksTiesByLowerId) {
   EXPECT_EQ(sample_one(s, {1.0f, 4.0f, 4.0f, 2.0f}), 1);
 }
 
+// A greedy sampler asked for more candidates proposes the best ones by logit,
+// ties by lower id, exactly as sorting the whole row does; its choice stays the best.
+TEST(Sampler, GreedyCandidatesAreTheBestOfTheWholeRowInOrder) {
+  SamplingParams p;
+  p.greedy = true;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    std::vector<float> logits = pseudo_random_logits(5000, seed);
+    for (size_t i = 0; i < logits.size(); i += 7) logits[i] = std::round(logits[i]);  // many ties
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    for (int want : {1, 32, 1024}) {
+      TokenSampler s(p, want);
+      std::vector<float> row = logits;
+      const Proposal proposal = s.propose(row.data(), static_cast<int>(row.size()), 100, {});
+      ASSERT_EQ(proposal.count, want);
+      for (int k = 0; k < want; ++k) ASSERT_EQ(proposal.candidates[k].id, ids[k] + 100) << "seed " << seed << ", " << k;
+      EXPECT_EQ(s.choose({&proposal, 1}), ids[0] + 100);
+    }
+  }
+}
+
 TEST(Sampler, ZeroTemperatureIsGreedy) {
   SamplingParams p;
   p.temperature = 0.0f;
