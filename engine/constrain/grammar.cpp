@@ -18,6 +18,22 @@ std::bitset<256> number_first_bytes() {
   return bytes;
 }
 
+// Appends a node of `kind` (set_fields fills in the rest) with its first
+// bytes and least length worked out.
+template <class SetFields>
+int32_t add_finished(Grammar& grammar, NodeKind kind, SetFields set_fields) {
+  Node node;
+  node.kind = kind;
+  set_fields(node);
+  const int32_t id = add_node(grammar, std::move(node));
+  finish_node(grammar, id);
+  return id;
+}
+
+int32_t add_finished(Grammar& grammar, NodeKind kind) {
+  return add_finished(grammar, kind, [](Node&) {});
+}
+
 uint32_t sum_capped(uint64_t value) { return static_cast<uint32_t>(std::min<uint64_t>(value, UINT32_MAX / 4)); }
 
 }  // namespace
@@ -25,44 +41,19 @@ uint32_t sum_capped(uint64_t value) { return static_cast<uint32_t>(std::min<uint
 int32_t add_literals(Grammar& grammar, std::vector<std::string> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
-  Node node;
-  node.kind = NodeKind::Literals;
-  node.lit_begin = static_cast<int32_t>(grammar.literals.size());
-  for (auto& v : values) grammar.literals.push_back(std::move(v));
-  node.lit_end = static_cast<int32_t>(grammar.literals.size());
-  int32_t id = add_node(grammar, std::move(node));
-  finish_node(grammar, id);
-  return id;
+  return add_finished(grammar, NodeKind::Literals, [&](Node& node) {
+    node.lit_begin = static_cast<int32_t>(grammar.literals.size());
+    for (auto& v : values) grammar.literals.push_back(std::move(v));
+    node.lit_end = static_cast<int32_t>(grammar.literals.size());
+  });
 }
 
 int32_t add_any_nodes(Grammar& grammar) {
-  Node any;
-  any.kind = NodeKind::Any;
-  grammar.any = add_node(grammar, any);
-  finish_node(grammar, grammar.any);
-
-  Node object;
-  object.kind = NodeKind::Object;
-  object.any_keys = true;
-  grammar.any_object = add_node(grammar, object);
-  finish_node(grammar, grammar.any_object);
-
-  Node array;
-  array.kind = NodeKind::Array;
-  array.items = grammar.any;
-  grammar.any_array = add_node(grammar, array);
-  finish_node(grammar, grammar.any_array);
-
-  Node string;
-  string.kind = NodeKind::String;
-  grammar.any_string = add_node(grammar, string);
-  finish_node(grammar, grammar.any_string);
-
-  Node number;
-  number.kind = NodeKind::Number;
-  grammar.any_number = add_node(grammar, number);
-  finish_node(grammar, grammar.any_number);
-
+  grammar.any = add_finished(grammar, NodeKind::Any);
+  grammar.any_object = add_finished(grammar, NodeKind::Object, [](Node& node) { node.any_keys = true; });
+  grammar.any_array = add_finished(grammar, NodeKind::Array, [&](Node& node) { node.items = grammar.any; });
+  grammar.any_string = add_finished(grammar, NodeKind::String);
+  grammar.any_number = add_finished(grammar, NodeKind::Number);
   grammar.any_word = add_literals(grammar, {"true", "false", "null"});
   return grammar.any;
 }
