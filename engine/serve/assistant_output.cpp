@@ -44,39 +44,6 @@ OutputEvent text_event(OutputEvent::Kind kind, std::string text) {
 
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
-// Qwen3.5's form: <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>.
-// A value that is valid JSON (number, true, an object, ...) is read as JSON, else as text.
-bool parse_xml_call(std::string_view body, std::string& name, std::string& arguments) {
-  constexpr std::string_view open = "<function=";
-  if (body.substr(0, open.size()) != open) return false;
-  const size_t name_end = body.find('>');
-  if (name_end == std::string_view::npos) return false;
-  name = std::string(trim(body.substr(open.size(), name_end - open.size())));
-  std::string_view rest = trim(body.substr(name_end + 1));
-  constexpr std::string_view close = "</function>";
-  if (rest.size() < close.size() || rest.substr(rest.size() - close.size()) != close) return false;
-  rest = trim(rest.substr(0, rest.size() - close.size()));
-  ojson args = ojson::object();
-  constexpr std::string_view param_open = "<parameter=";
-  constexpr std::string_view param_close = "</parameter>";
-  while (!rest.empty()) {
-    if (rest.substr(0, param_open.size()) != param_open) return false;
-    const size_t key_end = rest.find('>');
-    const size_t value_end = rest.find(param_close);
-    if (key_end == std::string_view::npos || value_end == std::string_view::npos || value_end < key_end) return false;
-    const std::string key(trim(rest.substr(param_open.size(), key_end - param_open.size())));
-    std::string_view value = rest.substr(key_end + 1, value_end - key_end - 1);
-    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
-    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    ojson parsed = ojson::parse(value, nullptr, false);
-    args[key] = parsed.is_discarded() || parsed.is_string() ? ojson(std::string(value)) : parsed;
-    rest = trim(rest.substr(value_end + param_close.size()));
-  }
-  if (name.empty()) return false;
-  arguments = dump(args);
-  return true;
-}
-
 // Reads a JSON string literal at `at`; NeedMore when it has not ended yet.
 CallHead read_string(std::string_view body, size_t& at, std::string& value) {
   if (at >= body.size()) return CallHead::NeedMore;
@@ -120,21 +87,53 @@ CallHead match_xml_head(std::string_view body, std::string& name, size_t& after)
   return CallHead::Ok;
 }
 
-// One `<parameter=KEY>\nVALUE\n</parameter>` at the start of `rest` as JSON
-// `"KEY":VALUE` (a value that is valid JSON is read as JSON, else as text);
-// the bytes it took, 0 while it has not closed, npos when it is no parameter.
-size_t read_xml_parameter(std::string_view rest, std::string& member) {
+// One `<parameter=KEY>\nVALUE\n</parameter>` at the start of `rest`: its key
+// and value (a value that is valid JSON is read as JSON, else as text); the
+// bytes it took, 0 while it has not closed, npos when it is no parameter.
+size_t split_xml_parameter(std::string_view rest, std::string& key, ojson& value) {
   const size_t value_end = rest.find(kParameterClose);
   if (value_end == std::string_view::npos) return 0;
   const size_t key_end = rest.find('>');
   if (key_end == std::string_view::npos || value_end < key_end) return std::string_view::npos;
-  const std::string key(trim(rest.substr(kParameterOpen.size(), key_end - kParameterOpen.size())));
-  std::string_view value = rest.substr(key_end + 1, value_end - key_end - 1);
-  if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
-  if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-  ojson parsed = ojson::parse(value, nullptr, false);
-  member = dump(ojson(key)) + ":" + dump(parsed.is_discarded() || parsed.is_string() ? ojson(std::string(value)) : parsed);
+  key = std::string(trim(rest.substr(kParameterOpen.size(), key_end - kParameterOpen.size())));
+  std::string_view text = rest.substr(key_end + 1, value_end - key_end - 1);
+  if (!text.empty() && text.front() == '\n') text.remove_prefix(1);
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  ojson parsed = ojson::parse(text, nullptr, false);
+  value = parsed.is_discarded() || parsed.is_string() ? ojson(std::string(text)) : std::move(parsed);
   return value_end + kParameterClose.size();
+}
+
+// One parameter at the start of `rest` as JSON `"KEY":VALUE`; the bytes it
+// took, as split_xml_parameter says.
+size_t read_xml_parameter(std::string_view rest, std::string& member) {
+  std::string key;
+  ojson value;
+  const size_t taken = split_xml_parameter(rest, key, value);
+  if (taken != 0 && taken != std::string_view::npos) member = dump(ojson(key)) + ":" + dump(value);
+  return taken;
+}
+
+// Qwen3.5's form: <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>.
+bool parse_xml_call(std::string_view body, std::string& name, std::string& arguments) {
+  size_t after = 0;
+  if (match_xml_head(body, name, after) != CallHead::Ok) return false;
+  std::string_view rest = trim(body.substr(after));
+  if (rest.size() < kFunctionClose.size() || rest.substr(rest.size() - kFunctionClose.size()) != kFunctionClose)
+    return false;
+  rest = trim(rest.substr(0, rest.size() - kFunctionClose.size()));
+  ojson args = ojson::object();
+  while (!rest.empty()) {
+    if (rest.substr(0, kParameterOpen.size()) != kParameterOpen) return false;
+    std::string key;
+    ojson value;
+    const size_t taken = split_xml_parameter(rest, key, value);
+    if (taken == 0 || taken == std::string_view::npos) return false;
+    args[key] = std::move(value);
+    rest = trim(rest.substr(taken));
+  }
+  arguments = dump(args);
+  return true;
 }
 
 }  // namespace
@@ -239,7 +238,7 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
       case State::Reasoning: {
         const size_t close = buffer_.find(kThinkClose);
         if (close != std::string::npos) {
-          emit_reasoning(out, std::string_view(buffer_).substr(0, close));
+          emit(out, OutputEvent::Kind::Reasoning, std::string_view(buffer_).substr(0, close));
           buffer_.erase(0, close + kThinkClose.size());
           pending_ws_.clear();
           section_started_ = false;
@@ -247,7 +246,7 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
           continue;
         }
         const size_t keep = at_end ? 0 : partial_marker(buffer_, kThinkClose);
-        emit_reasoning(out, std::string_view(buffer_).substr(0, buffer_.size() - keep));
+        emit(out, OutputEvent::Kind::Reasoning, std::string_view(buffer_).substr(0, buffer_.size() - keep));
         buffer_.erase(0, buffer_.size() - keep);
         return;
       }
@@ -255,7 +254,7 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
         if (options_.parse_tool_calls) {
           const size_t open = buffer_.find(kCallOpen);
           if (open != std::string::npos) {
-            emit_content(out, std::string_view(buffer_).substr(0, open));
+            emit(out, OutputEvent::Kind::Content, std::string_view(buffer_).substr(0, open));
             buffer_.erase(0, open + kCallOpen.size());
             tool_body_.clear();
             state_ = State::ToolCall;
@@ -263,7 +262,7 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
           }
         }
         const size_t keep = at_end || !options_.parse_tool_calls ? 0 : partial_marker(buffer_, kCallOpen);
-        emit_content(out, std::string_view(buffer_).substr(0, buffer_.size() - keep));
+        emit(out, OutputEvent::Kind::Content, std::string_view(buffer_).substr(0, buffer_.size() - keep));
         buffer_.erase(0, buffer_.size() - keep);
         return;
       }
@@ -294,7 +293,9 @@ void AssistantOutputParser::process(std::vector<OutputEvent>& out, bool at_end) 
   }
 }
 
-void AssistantOutputParser::emit_reasoning(std::vector<OutputEvent>& out, std::string_view text) {
+// Reasoning and content are sent alike: leading whitespace of a section is
+// dropped, trailing whitespace is held back until more text follows it.
+void AssistantOutputParser::emit(std::vector<OutputEvent>& out, OutputEvent::Kind kind, std::string_view text) {
   if (!section_started_) {
     while (!text.empty() && is_ws(text.front())) text.remove_prefix(1);
     if (text.empty()) return;
@@ -306,24 +307,8 @@ void AssistantOutputParser::emit_reasoning(std::vector<OutputEvent>& out, std::s
   pending_ws_ = full.substr(end);
   full.resize(end);
   if (full.empty()) return;
-  message_.reasoning += full;
-  out.push_back(text_event(OutputEvent::Kind::Reasoning, std::move(full)));
-}
-
-void AssistantOutputParser::emit_content(std::vector<OutputEvent>& out, std::string_view text) {
-  if (!section_started_) {
-    while (!text.empty() && is_ws(text.front())) text.remove_prefix(1);
-    if (text.empty()) return;
-    section_started_ = true;
-  }
-  std::string full = pending_ws_ + std::string(text);
-  size_t end = full.size();
-  while (end > 0 && is_ws(full[end - 1])) --end;
-  pending_ws_ = full.substr(end);
-  full.resize(end);
-  if (full.empty()) return;
-  message_.content += full;
-  out.push_back(text_event(OutputEvent::Kind::Content, std::move(full)));
+  (kind == OutputEvent::Kind::Reasoning ? message_.reasoning : message_.content) += full;
+  out.push_back(text_event(kind, std::move(full)));
 }
 
 void AssistantOutputParser::advance_tool_call(std::vector<OutputEvent>& out) {
@@ -436,7 +421,7 @@ void AssistantOutputParser::close_streamed_call(std::vector<OutputEvent>& out, b
     if (!arguments_scanner_.complete()) send_arguments(out, arguments_closing_);
   }
   pending_ws_ = std::move(ws_before_call_);
-  emit_content(out, raw_call(closed));
+  emit(out, OutputEvent::Kind::Content, raw_call(closed));
 }
 
 bool AssistantOutputParser::close_whole_call(std::vector<OutputEvent>& out, bool closed) {
@@ -444,7 +429,7 @@ bool AssistantOutputParser::close_whole_call(std::vector<OutputEvent>& out, bool
   std::string arguments;
   if (!closed || !parse_tool_call_body(tool_body_, name, arguments)) {
     // Malformed or never closed: the text stays the answer, so nothing the model wrote is lost.
-    emit_content(out, raw_call(closed));
+    emit(out, OutputEvent::Kind::Content, raw_call(closed));
     return false;
   }
   pending_ws_.clear();  // whitespace between calls is no content

@@ -73,8 +73,8 @@ class AssistantOutputParser {
   // How the current <tool_call> body is read (see the header comment).
   enum class CallMode { Head, Streaming, XmlStreaming, Whole };
   void process(std::vector<OutputEvent>& out, bool at_end);
-  void emit_reasoning(std::vector<OutputEvent>& out, std::string_view text);
-  void emit_content(std::vector<OutputEvent>& out, std::string_view text);
+  // kind: Reasoning or Content.
+  void emit(std::vector<OutputEvent>& out, OutputEvent::Kind kind, std::string_view text);
   void advance_tool_call(std::vector<OutputEvent>& out);
   void start_streamed_call(std::vector<OutputEvent>& out, const std::string& name);
   void stream_arguments(std::vector<OutputEvent>& out);
