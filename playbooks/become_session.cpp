@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "launcher/mpirun.h"
-#include "playbooks/remote_file.h"
 
 namespace xft::playbooks {
 
@@ -20,8 +19,6 @@ using remote::Remote;
 using remote::RemoteError;
 
 namespace {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
@@ -82,7 +79,7 @@ Expected<std::string> become_password(const inventory::Host& host) {
 }
 
 BecomeSession::BecomeSession(remote::RemoteSession& login, std::string password)
-    : login_(login), password_(std::move(password)) {}
+    : ArgvSession(kRootUploadScript, "root (sudo)"), login_(login), password_(std::move(password)) {}
 
 BecomeSession::~BecomeSession() { ::explicit_bzero(password_.data(), password_.size()); }
 
@@ -117,16 +114,6 @@ Remote<CommandResult> BecomeSession::run_words(const std::vector<std::string>& w
   return ran;
 }
 
-RemoteError BecomeSession::error(const std::string& what, const CommandResult& ran) const {
-  auto reason = first_line(ran.err);
-  return RemoteError{Failure::other, host().name + ": " + what + " as root (sudo): " +
-                                         (reason.empty() ? "exit " + std::to_string(ran.exit_status) : reason)};
-}
-
-Remote<CommandResult> BecomeSession::run(const std::string& command, const remote::RunOptions& options) {
-  return run_words({"sh", "-c", command}, options);
-}
-
 Remote<remote::RemoteFileInfo> BecomeSession::stat(const std::string& remote_path) {
   auto ran = run_words({"stat", "-L", "-c", "%f %s", "--", remote_path});
   if (!ran) return ran.error();
@@ -137,30 +124,8 @@ Remote<remote::RemoteFileInfo> BecomeSession::stat(const std::string& remote_pat
   unsigned long mode = 0;
   unsigned long long size = 0;
   if (std::sscanf(ran->out.c_str(), "%lx %llu", &mode, &size) != 2)
-    return RemoteError{Failure::other,
-                       host().name + ": stat " + remote_path + ": unreadable answer '" + first_line(ran->out) + "'"};
-  remote::RemoteFileInfo info;
-  info.exists = true;
-  info.is_directory = S_ISDIR(mode);
-  info.mode = static_cast<mode_t>(mode & 07777);
-  info.size = size;
-  return info;
-}
-
-Remote<std::string> BecomeSession::download(const std::string& remote_path) {
-  auto ran = run_words({"cat", "--", remote_path});
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot read " + remote_path, *ran);
-  return ran->out;
-}
-
-Remote<void> BecomeSession::upload(const std::string& content, const std::string& remote_path, mode_t mode) {
-  remote::RunOptions options;
-  options.stdin_data = content;
-  auto ran = run_words({"sh", "-c", kRootUploadScript, "sh", remote_path, mode_text(mode)}, options);
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot write " + remote_path, *ran);
-  return {};
+    return unreadable_stat(remote_path, ran->out);
+  return existing(mode, size);
 }
 
 Remote<void> BecomeSession::upload_file(const std::string& local_path, const std::string& remote_path) {
@@ -171,13 +136,6 @@ Remote<void> BecomeSession::upload_file(const std::string& local_path, const std
   std::ostringstream content;
   content << file.rdbuf();
   return upload(content.str(), remote_path, info.st_mode & 07777);
-}
-
-Remote<void> BecomeSession::mkdir(const std::string& remote_path, mode_t mode) {
-  auto ran = run_words({"mkdir", "-p", "-m", mode_text(mode), "--", remote_path});
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot create directory " + remote_path, *ran);
-  return {};
 }
 
 }  // namespace xft::playbooks

@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "playbooks/argv_session.h"
 #include "remote/transport.h"
 
 namespace xft::playbooks {
 
-class BecomeSession : public remote::RemoteSession {
+class BecomeSession : public ArgvSession {
  public:
   // `login` is the login user's session; it outlives this one. `password`
   // empty: sudo must not ask (sudo -n).
@@ -31,14 +32,8 @@ class BecomeSession : public remote::RemoteSession {
   const inventory::Host& host() const override { return login_.host(); }
   std::string host_key() const override { return login_.host_key(); }
 
-  // `command` through `sh -c`, as root.
-  remote::Remote<remote::CommandResult> run(const std::string& command,
-                                            const remote::RunOptions& options = {}) override;
-  remote::Remote<void> upload(const std::string& content, const std::string& remote_path, mode_t mode) override;
   remote::Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override;
-  remote::Remote<std::string> download(const std::string& remote_path) override;
   remote::Remote<remote::RemoteFileInfo> stat(const std::string& remote_path) override;
-  remote::Remote<void> mkdir(const std::string& remote_path, mode_t mode = 0755) override;
 
   // The command line that runs `words` as root; what goes on the wire (and
   // in `ps` on the host): it never holds the password.
@@ -46,8 +41,7 @@ class BecomeSession : public remote::RemoteSession {
 
  private:
   remote::Remote<remote::CommandResult> run_words(const std::vector<std::string>& words,
-                                                  const remote::RunOptions& options = {});
-  remote::RemoteError error(const std::string& what, const remote::CommandResult& ran) const;
+                                                  const remote::RunOptions& options = {}) override;
   remote::Remote<void> drop_password_unless_asked();
 
   remote::RemoteSession& login_;

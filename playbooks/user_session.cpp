@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "launcher/mpirun.h"
-#include "playbooks/remote_file.h"
 
 namespace xft::playbooks {
 
@@ -15,8 +14,6 @@ using remote::Remote;
 using remote::RemoteError;
 
 namespace {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Written as the user: a temp file beside the target (mktemp: 0600, never an
 // existing name), then renamed over it; -T makes a directory or a link to one
@@ -30,7 +27,8 @@ constexpr const char* kUploadScript =
 
 }  // namespace
 
-UserSession::UserSession(remote::RemoteSession& root, std::string user) : root_(root), user_(std::move(user)) {}
+UserSession::UserSession(remote::RemoteSession& root, std::string user)
+    : ArgvSession(kUploadScript, user), root_(root), user_(std::move(user)) {}
 
 std::string UserSession::as_user(const std::vector<std::string>& words) const {
   std::vector<std::string> argv = {"runuser", "-u", user_, "--"};
@@ -41,12 +39,6 @@ std::string UserSession::as_user(const std::vector<std::string>& words) const {
 Remote<CommandResult> UserSession::run_words(const std::vector<std::string>& words,
                                              const remote::RunOptions& options) {
   return root_.run(as_user(words), options);
-}
-
-RemoteError UserSession::error(const std::string& what, const CommandResult& ran) const {
-  auto reason = first_line(ran.err);
-  return RemoteError{Failure::other, host().name + ": " + what + " as " + user_ + ": " +
-                                         (reason.empty() ? "exit " + std::to_string(ran.exit_status) : reason)};
 }
 
 Remote<std::string> UserSession::uid() {
@@ -62,10 +54,6 @@ Remote<std::string> UserSession::uid() {
   return uid_;
 }
 
-Remote<CommandResult> UserSession::run(const std::string& command, const remote::RunOptions& options) {
-  return run_words({"sh", "-c", command}, options);
-}
-
 Remote<remote::RemoteFileInfo> UserSession::stat(const std::string& remote_path) {
   auto owner_ok = uid();
   if (!owner_ok) return owner_ok.error();
@@ -78,48 +66,19 @@ Remote<remote::RemoteFileInfo> UserSession::stat(const std::string& remote_path)
   unsigned long mode = 0, size = 0;
   char owner[32] = {0};
   if (std::sscanf(ran->out.c_str(), "%lx %31s %lu", &mode, owner, &size) != 3)
-    return RemoteError{Failure::other, host().name + ": stat " + remote_path + ": unreadable answer '" +
-                                           first_line(ran->out) + "'"};
+    return unreadable_stat(remote_path, ran->out);
   if (S_ISLNK(mode))
     return RemoteError{Failure::other, host().name + ": " + remote_path + " is a symbolic link; xftctl never follows links in " +
                                            user_ + "'s files (replace it with a real file or directory)"};
   if (owner != *owner_ok && std::string(owner) != "0")
     return RemoteError{Failure::other, host().name + ": " + remote_path + " is owned by uid " + owner + ", not " +
                                            user_ + " or root (chown it to " + user_ + ")"};
-  remote::RemoteFileInfo info;
-  info.exists = true;
-  info.is_directory = S_ISDIR(mode);
-  info.mode = static_cast<mode_t>(mode & 07777);
-  info.size = size;
-  return info;
-}
-
-Remote<std::string> UserSession::download(const std::string& remote_path) {
-  auto ran = run_words({"cat", "--", remote_path});
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot read " + remote_path, *ran);
-  return ran->out;
-}
-
-Remote<void> UserSession::upload(const std::string& content, const std::string& remote_path, mode_t mode) {
-  remote::RunOptions options;
-  options.stdin_data = content;
-  auto ran = run_words({"sh", "-c", kUploadScript, "sh", remote_path, mode_text(mode)}, options);
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot write " + remote_path, *ran);
-  return {};
+  return existing(mode, size);
 }
 
 Remote<void> UserSession::upload_file(const std::string& local_path, const std::string& remote_path) {
   return RemoteError{Failure::other, host().name + ": cannot send " + local_path + " to " + remote_path + " as " + user_ +
                                          " (not supported)"};
-}
-
-Remote<void> UserSession::mkdir(const std::string& remote_path, mode_t mode) {
-  auto ran = run_words({"mkdir", "-p", "-m", mode_text(mode), "--", remote_path});
-  if (!ran) return ran.error();
-  if (ran->exit_status != 0) return error("cannot create directory " + remote_path, *ran);
-  return {};
 }
 
 }  // namespace xft::playbooks

@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "playbooks/argv_session.h"
 #include "remote/transport.h"
 
 namespace xft::playbooks {
 
-class UserSession : public remote::RemoteSession {
+class UserSession : public ArgvSession {
  public:
   // `root` must be a root session; it outlives this one.
   UserSession(remote::RemoteSession& root, std::string user);
@@ -26,24 +27,17 @@ class UserSession : public remote::RemoteSession {
   const inventory::Host& host() const override { return root_.host(); }
   std::string host_key() const override { return root_.host_key(); }
 
-  // `command` through `sh -c`, as the user.
-  remote::Remote<remote::CommandResult> run(const std::string& command,
-                                                const remote::RunOptions& options = {}) override;
-  remote::Remote<void> upload(const std::string& content, const std::string& remote_path, mode_t mode) override;
   remote::Remote<void> upload_file(const std::string& local_path, const std::string& remote_path) override;
-  remote::Remote<std::string> download(const std::string& remote_path) override;
   // lstat: a link or a foreign owner is an error naming the path.
   remote::Remote<remote::RemoteFileInfo> stat(const std::string& remote_path) override;
-  remote::Remote<void> mkdir(const std::string& remote_path, mode_t mode = 0755) override;
 
   // The argv that runs `words` as the user, joined for the root session's shell.
   std::string as_user(const std::vector<std::string>& words) const;
 
  private:
   remote::Remote<remote::CommandResult> run_words(const std::vector<std::string>& words,
-                                                      const remote::RunOptions& options = {});
+                                                  const remote::RunOptions& options = {}) override;
   remote::Remote<std::string> uid();
-  remote::RemoteError error(const std::string& what, const remote::CommandResult& ran) const;
 
   remote::RemoteSession& root_;
   std::string user_;
