@@ -124,6 +124,29 @@ host_var() {  # host_var h01 ADDR -> value of HOST_H01_ADDR
   echo "${!name}"
 }
 
+# start_server LOG ARGS...: `xftctl run qwen ARGS` serving on a free port of
+# ${ADDR:-127.0.0.1}, or as ${LISTEN} says (flags, split at spaces, never
+# globbed: [::1]); its stderr goes to LOG. Returns once it serves, with PORT
+# and SERVER_PID set; the server is stopped when the test ends.
+start_server() {
+  local log=$1
+  shift
+  local listen
+  read -ra listen <<<"${LISTEN:---serve ${ADDR:-127.0.0.1}:0}"
+  : >"$log"  # the background job opens it later; sed below must find it even if that job has not run yet
+  "$XFTCTL" run qwen "${listen[@]}" "$@" 2>"$log" &
+  SERVER_PID=$!
+  _LIB_BACKGROUND_PIDS+=("$SERVER_PID")
+  for _ in $(seq 1 600); do
+    # Under mpirun, rank 0's lines come tagged "[rank 0 host] ".
+    PORT=$(sed -n 's|^.*xftctl: serving .* on http://[^ ]*:\([0-9]*\) .*|\1|p' "$log")
+    [[ -n $PORT ]] && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited: $(cat "$log")"
+    sleep 0.1
+  done
+  fail "the server did not start in 60 s"
+}
+
 # Records every process's command line until the test ends, so a test can
 # assert that a secret never showed up in `ps`.
 # The watcher ends at a stop file rather than by a signal: killed, it could leave

@@ -11,16 +11,8 @@
 # As clients call it: IPv6 and --host/--port, raw HTTP/1.0 and chunked
 # bodies, --served-model-name, the fields SDKs send by default, errors in
 # OpenAI's shape, stable completion_tokens with stop strings, the access log.
-set -euo pipefail
-: "${XFTCTL:?path of the xftctl binary}"
-: "${XFT_SOURCE_DIR:?source tree}"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
+tmp=$TEST_TMP
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' "$tmp/server.log" >&2; exit 1; }
 
 # The Qwen1 test model: its greedy answers are long and varied (the qwen2 one answers newlines).
@@ -40,24 +32,6 @@ for p in "Hello" "Good morning" "Hi" "Tell me a story" "Question 7" "abc" "What 
 done
 [ -n "$long_prompt" ] || fail "no candidate prompt's 200-token answer has a control token"
 
-# start_server LOG ARGS...: starts the server on a free port of ${ADDR:-127.0.0.1} (or as ${LISTEN} says), sets PORT and SERVER_PID.
-start_server() {
-  local log=$1; shift
-  local listen  # ${LISTEN} (flags, split at spaces, never globbed: [::1]) or --serve ${ADDR}:0
-  read -ra listen <<<"${LISTEN:---serve ${ADDR:-127.0.0.1}:0}"
-  : >"$log"  # the background job opens it later; sed below must find it even if that job has not run yet
-  "$XFTCTL" run qwen --model "$tmp/m" "${listen[@]}" "$@" 2>"$log" &
-  SERVER_PID=$!
-  pids+=("$SERVER_PID")
-  for _ in $(seq 1 600); do
-    # Under mpirun, rank 0's lines come tagged "[rank 0 host] ".
-    PORT=$(sed -n 's|^.*xftctl: serving .* on http://[^ ]*:\([0-9]*\) .*|\1|p' "$log")
-    [ -n "$PORT" ] && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server exited: $(cat "$log")"
-    sleep 0.1
-  done
-  fail "the server did not start in 60 s"
-}
 stop_server() {  # WHAT: SIGTERM, exit 0 within 15 s
   kill -TERM "$SERVER_PID"
   for _ in $(seq 1 150); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
@@ -66,7 +40,7 @@ stop_server() {  # WHAT: SIGTERM, exit 0 within 15 s
   [ "$rc" = 0 ] || fail "$1: exit code $rc after SIGTERM"
 }
 
-start_server "$tmp/server.log" --threads 2 --max-new-tokens 20 --max-context 256 --max-batch 16
+start_server "$tmp/server.log" --model "$tmp/m" --threads 2 --max-new-tokens 20 --max-context 256 --max-batch 16
 grep -q "^xftctl: 1 rank, bf16/.*, batch up to 16, queue 64, context 256, KV .* MiB per 1000 positions$" "$tmp/server.log" \
   || fail "startup line: $(cat "$tmp/server.log")"
 
@@ -218,7 +192,7 @@ rc=0; "$XFTCTL" run qwen --model "$tmp/m" --serve 0 --api-key-file "$tmp/key" 2>
 [ "$rc" != 0 ] && [ "$(cat "$tmp/err")" = "xftctl: run qwen: --api-key-file $tmp/key: other users can read it (mode 0644); run: chmod 600 $tmp/key" ] \
   || fail "0644 key file: rc $rc, $(cat "$tmp/err")"
 chmod 600 "$tmp/key"
-start_server "$tmp/server2.log" --threads 2 --max-batch 1 --max-queue 1 --api-key-file "$tmp/key"
+start_server "$tmp/server2.log" --model "$tmp/m" --threads 2 --max-batch 1 --max-queue 1 --api-key-file "$tmp/key"
 grep -q ", API key required$" "$tmp/server2.log" || fail "startup line does not mention the key"
 python3 - "$PORT" <<'PY' || fail "key and queue checks"
 import http.client, json, sys, threading, time
@@ -259,7 +233,7 @@ if grep -q "s3cret-key-123" "$tmp/server2.log"; then fail "the API key was logge
 stop_server "second server"
 
 # A public address without a key: a warning, and only loopback Host names and same-origin pages are served.
-ADDR=0.0.0.0 start_server "$tmp/server3.log" --threads 2 --max-new-tokens 2
+ADDR=0.0.0.0 start_server "$tmp/server3.log" --model "$tmp/m" --threads 2 --max-new-tokens 2
 grep -q "^xftctl: warning: serving on 0.0.0.0 with no API key: anyone who can reach this port can use the model (set XFTCTL_API_KEY or --api-key-file FILE)$" \
   "$tmp/server3.log" || fail "no warning for 0.0.0.0 without a key: $(cat "$tmp/server3.log")"
 python3 - "$PORT" <<'PY' || fail "browser checks"
@@ -295,7 +269,7 @@ stop_server "keyless public server"
 
 # Two ranks under mpirun: the key is only in the control node's environment; it reaches rank 0
 # through mpirun's environment (-x NAME), never through any command line.
-XFTCTL_API_KEY=env-key-4567 start_server "$tmp/server4.log" --local 2 --max-new-tokens 2
+XFTCTL_API_KEY=env-key-4567 start_server "$tmp/server4.log" --model "$tmp/m" --local 2 --max-new-tokens 2
 grep -q "xftctl: 2 ranks, .*, API key required$" "$tmp/server4.log" || fail "2 ranks, key: $(cat "$tmp/server4.log")"
 KEY=env-key-4567 python3 - "$PORT" <<'PY' || fail "2-rank key checks"
 import http.client, json, os, sys
@@ -342,7 +316,7 @@ rc=0; env -u XFTCTL_API_KEY "$XFTCTL" run qwen --model "$tmp/m" --rank-worker --
 # As clients call it: an IPv6 address, a name given with --host/--port, a served model name; raw
 # HTTP/1.0 and chunked bodies; the fields SDKs send by default; errors in OpenAI's shape; the
 # same completion_tokens every time; one access-log line per request.
-LISTEN="--serve [::1]:0" start_server "$tmp/server5.log" --threads 2 --max-new-tokens 8 --served-model-name qwen-test
+LISTEN="--serve [::1]:0" start_server "$tmp/server5.log" --model "$tmp/m" --threads 2 --max-new-tokens 8 --served-model-name qwen-test
 grep -q "^xftctl: serving qwen-test on http://\[::1\]:$PORT (OpenAI API under /v1, chat page at /)$" "$tmp/server5.log" \
   || fail "IPv6 startup line: $(cat "$tmp/server5.log")"
 python3 - "$PORT" <<'PY' || fail "client checks"
@@ -448,7 +422,7 @@ grep -Eq "xftctl: serve: OPTIONS /v1/chat/completions 405 prompt=0 completion=0 
 [ "$(grep -c "xftctl: serve: " "$tmp/server5.log")" = 18 ] || fail "not one access-log line per request: $(cat "$tmp/server5.log")"
 if grep -q "Be brief" "$tmp/server5.log"; then fail "a request body was logged"; fi
 
-LISTEN="--host localhost --port 0" start_server "$tmp/server6.log" --threads 2 --max-new-tokens 2
+LISTEN="--host localhost --port 0" start_server "$tmp/server6.log" --model "$tmp/m" --threads 2 --max-new-tokens 2
 grep -q "^xftctl: serving m on http://localhost:$PORT " "$tmp/server6.log" || fail "--host/--port: $(cat "$tmp/server6.log")"
 [ "$(curl -s "http://127.0.0.1:$PORT/health")" = '{"status":"ok"}' ] || fail "--host localhost: no answer on 127.0.0.1"
 stop_server "--host/--port server"

@@ -8,28 +8,12 @@
 # pathological pattern, deep nesting, a huge enum, recursion through $ref, a
 # $ref expansion bomb) and bad tool_choice values get one clear 400 each and
 # the server keeps serving.
-set -euo pipefail
-: "${XFTCTL:?path of the xftctl binary}"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+source "$XFT_SOURCE_DIR/tests/integration/lib.sh"
+tmp=$TEST_TMP
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && sed 's/^/  server: /' "$tmp/server.log" >&2; exit 1; }
 
 "$XFTCTL" model make-test "$tmp/m" --arch qwen2 --seed 5 >/dev/null || fail "model make-test"
-"$XFTCTL" run qwen --model "$tmp/m" --threads 2 --serve 127.0.0.1:0 --max-context 512 --max-batch 8 2>"$tmp/server.log" &
-pids+=($!)
-PORT=""
-for _ in $(seq 1 600); do
-  PORT=$(sed -n 's|^.*xftctl: serving .* on http://[^ ]*:\([0-9]*\) .*|\1|p' "$tmp/server.log")
-  [ -n "$PORT" ] && break
-  kill -0 "${pids[0]}" 2>/dev/null || fail "the server exited"
-  sleep 0.1
-done
-[ -n "$PORT" ] || fail "the server did not start in 60 s"
+start_server "$tmp/server.log" --model "$tmp/m" --threads 2 --max-context 512 --max-batch 8
 
 python3 - "$PORT" <<'PY' || fail "structured output checks"
 import http.client, json, sys
@@ -166,6 +150,6 @@ refused({"tools": [{"type": "function", "function": {"name": "f", "parameters": 
 status, r = post({"messages": chat, "max_tokens": 4})
 assert status == 200, r  # still serving
 PY
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" || fail "the server's exit code after SIGTERM"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || fail "the server's exit code after SIGTERM"
 echo "serve_structured: ok"
