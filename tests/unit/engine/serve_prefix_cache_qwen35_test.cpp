@@ -11,78 +11,32 @@
 
 #include "engine/serve/prefix_cache.h"
 #include "engine/serve/scheduler.h"
-#include "tests/unit/engine/model_thread_communicator.h"
-#include "tests/unit/engine/serve_test_support.h"
+#include "tests/unit/engine/serve_prefix_cache_support.h"
 
 namespace xft::engine::serve {
 namespace {
 
-constexpr int kContext = 256;
 constexpr int kBlock = kPrefixBlockTokens;
 
 using testing::alone;
+using testing::concat;
+using testing::greedy;
 using testing::prompt_of;
+using testing::request;
+using testing::seeded;
 using testing::TinyModel;
 
 // Qwen3.5's test model with its second layer full attention: a cached block
 // holds that layer's keys and values, and the first layer's state.
-TinyModel tiny_model(uint64_t seed, Communicator* comm = nullptr) {
+TestModelSpec qwen35_spec(uint64_t seed) {
   TestModelSpec spec;
   spec.seed = seed;
   spec.arch = Architecture::qwen3_5;
   spec.full_attn_interval = 2;
-  TinyModel t;
-  t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
-  ModelOptions options;
-  options.dtype = WeightFormat::bf16;
-  options.threads = 2;
-  options.max_context = kContext;
-  options.batch_invariant = true;
-  if (comm) {
-    options.comm = comm;
-    options.tp_rank = comm->rank();
-    options.tp_size = comm->size();
-    options.threads = 1;
-  }
-  auto model = Model::load(*t.weights, options);
-  EXPECT_TRUE(model.ok()) << model.error().message;
-  t.model = std::move(*model);
-  return t;
+  return spec;
 }
 
-std::vector<int32_t> concat(std::initializer_list<std::vector<int32_t>> parts) {
-  std::vector<int32_t> all;
-  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
-  return all;
-}
-
-SamplingParams greedy() {
-  SamplingParams s;
-  s.greedy = true;
-  return s;
-}
-
-SamplingParams seeded() {
-  SamplingParams s;
-  s.temperature = 0.8f;
-  s.top_k = 50;
-  s.seed = 77;
-  return s;
-}
-
-std::vector<int32_t> request(Scheduler& scheduler, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.sampling = s;
-  r.max_tokens = n;
-  auto stream = scheduler.submit(r);
-  EXPECT_TRUE(stream.ok()) << stream.error().message;
-  std::vector<int32_t> tokens;
-  while ((*stream)->next(tokens, std::chrono::milliseconds(100))) {
-  }
-  EXPECT_EQ((*stream)->finish_reason(), "length");
-  return tokens;
-}
+TinyModel tiny_model(uint64_t seed) { return testing::prefix_cache_model(qwen35_spec(seed)); }
 
 // Turn 1: 40 prompt tokens, 30 drawn (29 fed): the prompt's first 2 blocks
 // are cached with the state at 32 (the prompt's chunk is cut there), and at
@@ -94,27 +48,7 @@ TEST(ServePrefixCacheQwen35, SecondTurnResumesFromTheLastCachedBlockWithTheColdT
   auto served = tiny_model(13);
   ASSERT_TRUE(served.model->new_sequence(1)->has_linear_state());
   ASSERT_GT(served.model->new_sequence(1)->kv_bytes(), 0u);
-  SchedulerOptions options;
-  options.max_batch = 2;
-  Scheduler scheduler(*served.model, options);
-  std::atomic<bool> stop{false};
-  std::thread loop([&] { EXPECT_TRUE(scheduler.run(stop).ok()); });
-
-  const auto turn1 = prompt_of(40, 1);
-  const auto answer1 = request(scheduler, turn1, greedy(), 30);
-  EXPECT_EQ(answer1, alone(*reference.model, turn1, greedy(), 30));
-  const auto turn2 = concat({turn1, answer1, prompt_of(20, 2)});
-  EXPECT_EQ(request(scheduler, turn2, seeded(), 12), alone(*reference.model, turn2, seeded(), 12));
-  const auto system = concat({std::vector<int32_t>(turn1.begin(), turn1.begin() + 35), prompt_of(10, 3)});
-  EXPECT_EQ(request(scheduler, system, greedy(), 5), alone(*reference.model, system, greedy(), 5));
-
-  const PrefixCacheStats stats = scheduler.take_counters().prefix_cache;
-  EXPECT_EQ(stats.lookups, 3u);
-  EXPECT_EQ(stats.hits, 2u);
-  EXPECT_EQ(stats.hit_tokens, static_cast<uint64_t>(4 * kBlock + 2 * kBlock));
-  EXPECT_EQ(stats.evictions, 0u);
-  stop = true;
-  loop.join();
+  testing::expect_turns_reuse_whole_blocks_with_cold_tokens(*reference.model, *served.model);
 }
 
 // The same second turn with the cache off: the cached run's tokens are the cold run's.
@@ -241,29 +175,9 @@ TEST(ServePrefixCacheQwen35, ALookupEndsOnABlockWithAState) {
 TEST(ServePrefixCacheQwen35, TwoRanksResumeTheSecondTurnWithTheColdGreedyTokens) {
   const auto turn1 = prompt_of(40, 1);
   auto serve_two_turns = [&](bool prefix_cache, PrefixCacheStats& stats) {
-    std::vector<std::vector<int32_t>> answers;
-    xft::engine::testing::run_ranks(2, [&](int rank, Communicator& comm) {
-      TinyModel t = tiny_model(13, &comm);
-      EXPECT_TRUE(t.model->new_sequence(1)->has_linear_state());
-      if (rank != 0) {
-        EXPECT_TRUE(Scheduler::follow(*t.model, 2).ok());
-        return;
-      }
-      SchedulerOptions options;
-      options.max_batch = 2;
-      options.prefix_cache = prefix_cache;
-      Scheduler scheduler(*t.model, options);
-      std::atomic<bool> stop{false};
-      std::thread client([&] {
-        answers.push_back(request(scheduler, turn1, greedy(), 30));
-        answers.push_back(request(scheduler, concat({turn1, answers[0], prompt_of(20, 2)}), greedy(), 10));
-        stats = scheduler.take_counters().prefix_cache;
-        stop = true;
-      });
-      EXPECT_TRUE(scheduler.run(stop).ok());
-      client.join();
+    return testing::serve_two_turns_on_two_ranks(qwen35_spec(13), turn1, prefix_cache, stats, [](Model& model) {
+      EXPECT_TRUE(model.new_sequence(1)->has_linear_state());
     });
-    return answers;
   };
   PrefixCacheStats cold_stats, warm_stats;
   const auto cold = serve_two_turns(false, cold_stats);

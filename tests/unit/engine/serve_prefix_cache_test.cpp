@@ -16,75 +16,25 @@
 #include "engine/serve/prefix_cache.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/step_plan.h"
-#include "tests/unit/engine/model_thread_communicator.h"
-#include "tests/unit/engine/serve_test_support.h"
+#include "tests/unit/engine/serve_prefix_cache_support.h"
 
 namespace xft::engine::serve {
 namespace {
 
-constexpr int kContext = 256;
 constexpr int kBlock = kPrefixBlockTokens;
 
 using testing::alone;
+using testing::concat;
+using testing::greedy;
 using testing::prompt_of;
+using testing::request;
+using testing::TinyModel;
 
-struct Loaded {
-  std::unique_ptr<WeightSource> weights;
-  std::unique_ptr<Model> model;
-};
-
-Loaded load(KvFormat kv = KvFormat::bf16, int tp = 1, int rank = 0, Communicator* comm = nullptr) {
+// The test model of seed 13 (Qwen2).
+TinyModel load(KvFormat kv = KvFormat::bf16) {
   TestModelSpec spec;
   spec.seed = 13;
-  Loaded t;
-  t.weights = make_fake_weights(*test_model_config(spec), spec.seed);
-  ModelOptions options;
-  options.dtype = WeightFormat::bf16;
-  options.kv = kv;
-  options.threads = tp == 1 ? 2 : 1;
-  options.tp_size = tp;
-  options.tp_rank = rank;
-  options.comm = comm;
-  options.max_context = kContext;
-  options.batch_invariant = true;
-  auto model = Model::load(*t.weights, options);
-  EXPECT_TRUE(model.ok()) << model.error().message;
-  t.model = std::move(*model);
-  return t;
-}
-
-std::vector<int32_t> concat(std::initializer_list<std::vector<int32_t>> parts) {
-  std::vector<int32_t> all;
-  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
-  return all;
-}
-
-SamplingParams greedy() {
-  SamplingParams s;
-  s.greedy = true;
-  return s;
-}
-
-SamplingParams seeded() {
-  SamplingParams s;
-  s.temperature = 0.8f;
-  s.top_k = 50;
-  s.seed = 77;
-  return s;
-}
-
-std::vector<int32_t> request(Scheduler& scheduler, const std::vector<int32_t>& prompt, const SamplingParams& s, int n) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.sampling = s;
-  r.max_tokens = n;
-  auto stream = scheduler.submit(r);
-  EXPECT_TRUE(stream.ok()) << stream.error().message;
-  std::vector<int32_t> tokens;
-  while ((*stream)->next(tokens, std::chrono::milliseconds(100))) {
-  }
-  EXPECT_EQ((*stream)->finish_reason(), "length");
-  return tokens;
+  return testing::prefix_cache_model(spec, kv);
 }
 
 // --- the index alone ---
@@ -153,7 +103,7 @@ TEST(ServePrefixCache, LeastRecentlyUsedChainEndsGoFirstAndHeldBlocksStay) {
 class KvCopy : public ::testing::TestWithParam<KvFormat> {};
 
 TEST_P(KvCopy, AReusedPrefixGivesTheColdPromptsLogitsBitForBit) {
-  Loaded t = load(GetParam());
+  TinyModel t = load(GetParam());
   const auto prompt = prompt_of(45, 3);
   auto cold = t.model->new_sequence(64);
   Chunk whole{cold.get(), prompt};
@@ -207,7 +157,7 @@ TEST(ServePrefixCache, PlanCarriesDropsSavesAndReusesAndBadOnesAreRefused) {
   ASSERT_EQ(back->prefill.size(), 1u);
   EXPECT_EQ(back->prefill[0].reuse, op.reuse);
 
-  Loaded t = load();
+  TinyModel t = load();
   StepExecutor executor(*t.model, 2);
   EXPECT_EQ(executor.run(plan).error().message, "step plan: drop of block 4 that is not cached");
   StepPlan reuse_missing;
@@ -226,38 +176,17 @@ TEST(ServePrefixCache, PlanCarriesDropsSavesAndReusesAndBadOnesAreRefused) {
 // of its prompt run cold; a request sharing only a "system prompt" reuses
 // that much.
 TEST(ServePrefixCache, SecondTurnReusesWholeBlocksAndGetsTheColdTokens) {
-  Loaded reference = load();
-  Loaded served = load();
-  SchedulerOptions options;
-  options.max_batch = 2;
-  Scheduler scheduler(*served.model, options);
-  std::atomic<bool> stop{false};
-  std::thread loop([&] { EXPECT_TRUE(scheduler.run(stop).ok()); });
-
-  const auto turn1 = prompt_of(40, 1);
-  const auto answer1 = request(scheduler, turn1, greedy(), 30);
-  EXPECT_EQ(answer1, alone(*reference.model, turn1, greedy(), 30));
-  // Cached: 40 + 29 fed tokens = 4 whole blocks.
-  const auto turn2 = concat({turn1, answer1, prompt_of(20, 2)});
-  EXPECT_EQ(request(scheduler, turn2, seeded(), 12), alone(*reference.model, turn2, seeded(), 12));
-  const auto system = concat({std::vector<int32_t>(turn1.begin(), turn1.begin() + 35), prompt_of(10, 3)});
-  EXPECT_EQ(request(scheduler, system, greedy(), 5), alone(*reference.model, system, greedy(), 5));
-
-  const PrefixCacheStats stats = scheduler.take_counters().prefix_cache;
-  EXPECT_EQ(stats.lookups, 3u);
-  EXPECT_EQ(stats.hits, 2u);
-  EXPECT_EQ(stats.hit_tokens, static_cast<uint64_t>(4 * kBlock + 2 * kBlock));
-  EXPECT_EQ(stats.evictions, 0u);
-  stop = true;
-  loop.join();
+  TinyModel reference = load();
+  TinyModel served = load();
+  testing::expect_turns_reuse_whole_blocks_with_cold_tokens(*reference.model, *served.model);
 }
 
 // Budget: one running request (40 + 4 positions) and three cached blocks.
 // A's two blocks, then B's: A's second block goes; A again reuses its first
 // block only, and B's second block gives way to A's second.
 TEST(ServePrefixCache, CachedBlocksGiveWayLeastRecentlyUsedFirstWithinTheBudget) {
-  Loaded reference = load();
-  Loaded served = load();
+  TinyModel reference = load();
+  TinyModel served = load();
   const size_t per_position = served.model->new_sequence(1)->kv_bytes();
   SchedulerOptions options;
   options.max_batch = 2;
@@ -285,29 +214,10 @@ TEST(ServePrefixCache, CachedBlocksGiveWayLeastRecentlyUsedFirstWithinTheBudget)
 // step would attend to zeros and change the tokens.
 TEST(ServePrefixCache, EveryRankReusesTheSamePrefixInTheSameStep) {
   const auto turn1 = prompt_of(40, 1);
+  TestModelSpec spec;
+  spec.seed = 13;
   auto serve_two_turns = [&](bool prefix_cache, PrefixCacheStats& stats) {
-    std::vector<std::vector<int32_t>> answers;
-    xft::engine::testing::run_ranks(2, [&](int rank, Communicator& comm) {
-      Loaded t = load(KvFormat::bf16, 2, rank, &comm);
-      if (rank != 0) {
-        EXPECT_TRUE(Scheduler::follow(*t.model, 2).ok());
-        return;
-      }
-      SchedulerOptions options;
-      options.max_batch = 2;
-      options.prefix_cache = prefix_cache;
-      Scheduler scheduler(*t.model, options);
-      std::atomic<bool> stop{false};
-      std::thread client([&] {
-        answers.push_back(request(scheduler, turn1, greedy(), 30));
-        answers.push_back(request(scheduler, concat({turn1, answers[0], prompt_of(20, 2)}), greedy(), 10));
-        stats = scheduler.take_counters().prefix_cache;
-        stop = true;
-      });
-      EXPECT_TRUE(scheduler.run(stop).ok());
-      client.join();
-    });
-    return answers;
+    return testing::serve_two_turns_on_two_ranks(spec, turn1, prefix_cache, stats);
   };
   PrefixCacheStats cold_stats, warm_stats;
   const auto cold = serve_two_turns(false, cold_stats);
