@@ -273,8 +273,8 @@ void GatedDeltaNet::forward(const float* x, int m, float* out, LinearAttentionPa
   pass.chunk_begin.resize(chunks);
   for (size_t c = 0, row = 0; c < chunks; row += pass.chunk_rows[c++]) pass.chunk_begin[c] = static_cast<int>(row);
   // One region for the whole layer: a task per key head (its conv channels
-  // and state matrices are its own), each going through the chunks in order,
-  // so two chunks of one sequence would still meet its state in order.
+  // and state matrices are its own), each going through the chunks in order.
+  // A rank with fewer key heads than threads leaves threads idle here.
   pass.pool->parallel_for_balanced(key_heads_, [&](int begin, int end) {
     thread_local HeadScratch scratch;
     for (int key = begin; key < end; ++key) {
