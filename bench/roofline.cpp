@@ -3,8 +3,8 @@
 //   2. bf16 peak (register-only vdpbf16ps) and fp32 FMA peak, per core x cores
 //   3. the real engine (Model on fake Qwen2.5-0.5B / 1.5B weights, bf16 and
 //      int8): prefill of --prompt tokens (GFLOP/s vs the bf16 peak), then
-//      --steps decode steps after it (bytes of weights + KV read per token
-//      vs the measured bandwidth: % of the roofline)
+//      --steps decode steps after it (bytes of weights + KV read per token,
+//      + a linear-attention state read and written, vs the measured bandwidth: % of the roofline)
 //   4. the decode ratios between the dtypes, their steps alternated round by
 //      round (bench_alternating; only this with --alternate-only)
 //   5. with --kernels: each decode GEMV and prefill matmul alone on the
@@ -450,11 +450,18 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
   }
   out->prefill_flop = prefill_flop(c, opt.prompt);
 
-  // Bytes one step reads: every packed weight but the embedding table (one
-  // row of it), plus the KV cache of the positions attended (mean over steps).
-  const double kv_per_position = 2.0 * c.layers * c.kv_heads * c.head_dim * sizeof(uint16_t);
+  // Bytes one step moves: every packed weight but the embedding table (one
+  // row of it), the KV cache of the positions attended (mean over steps) in
+  // the attention layers, and a linear-attention (Qwen3.5) sequence's state,
+  // read and written back whole every step (the weights streamed since the
+  // last step have pushed it out of the caches).
+  int attention_layers = 0;
+  for (int layer = 0; layer < c.layers; ++layer) attention_layers += !xft::engine::is_linear_attention_layer(c, layer);
+  const double kv_per_position = 2.0 * attention_layers * c.kv_heads * c.head_dim * sizeof(uint16_t);
   const double mean_positions = opt.prompt + (opt.steps + 1) / 2.0;
-  out->bytes_per_token = static_cast<double>(model.decode_weight_bytes()) + kv_per_position * mean_positions;
+  const double state_traffic = 2.0 * static_cast<double>(seq->linear_state_bytes());
+  out->bytes_per_token =
+      static_cast<double>(model.decode_weight_bytes()) + kv_per_position * mean_positions + state_traffic;
 
   // Decode after the prompt, greedy; median step time. A read pass follows
   // every step: on a shared machine the bandwidth left to us changes from

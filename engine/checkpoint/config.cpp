@@ -486,15 +486,12 @@ Expected<ModelConfig> parse_qwen35_config(const json& root, const std::string& p
   XFT_TRY_ASSIGN(bos, f.token_ids("bos_token_id"));
   if (!bos.empty()) c.bos_id = bos.front();
   XFT_TRY_ASSIGN(c.quant, read_quantization(root, path));
-  if (c.quant.four_bit() && moe) {
-    return make_error(path + ": quantization_config: 4-bit GPTQ/AWQ Qwen3.5-MoE checkpoints are not supported yet; load "
-                             "the bf16 checkpoint with --dtype int4 instead");
-  }
   if (c.quant.four_bit()) {
-    // Every projection, the Gated DeltaNet's included, packs 8 rows per int32.
+    // Every projection, the Gated DeltaNet's and the experts' included, packs
+    // 8 rows per int32 (0: no shared expert).
     const int64_t sizes[] = {c.hidden, c.intermediate, 2 * int64_t(c.heads) * c.head_dim,
                              int64_t(c.kv_heads) * c.head_dim, c.linear.conv_channels(), c.linear.value_dim(),
-                             c.linear.value_heads};
+                             c.linear.value_heads, c.moe.expert_intermediate, c.moe.shared_expert_intermediate};
     for (int64_t size : sizes) {
       if (size % 8 != 0) {
         return make_error(path + ": quantization_config: the 4-bit layouts pack 8 rows per int32, but a projection has " +

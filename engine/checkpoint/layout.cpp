@@ -118,8 +118,9 @@ void add_qwen35_layer(std::vector<ExpectedTensor>& out, const ModelConfig& c, in
   const MoeConfig& moe = c.moe;
   const int64_t inter = moe.expert_intermediate, shared = moe.shared_expert_intermediate;
   add(out, p + "mlp.gate.weight", {moe.experts, hidden}, TensorRole::linear);
-  if (c.quant.method == QuantMethod::fp8) {
-    // Qwen3.5-*-FP8 store each expert's projections apart, each with its block scales.
+  if (c.quant.method != QuantMethod::none) {
+    // The quantized checkpoints (Qwen3.5-*-FP8, GPTQ-Int4, AWQ) store each
+    // expert's projections apart, each with its scales.
     for (int e = 0; e < moe.experts; ++e) {
       const std::string expert = p + "mlp.experts." + std::to_string(e) + ".";
       add_linear(out, c, expert + "gate_proj", inter, hidden);

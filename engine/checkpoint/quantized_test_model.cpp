@@ -83,16 +83,13 @@ Quantized quantize(const std::vector<float>& w, int out, int in, const std::vect
   return r;
 }
 
-Expected<std::vector<StoredTensor>> quantized_projection(const ModelConfig& config, const WeightSource& plain,
-                                                      const std::string& base, int out, int in,
-                                                      const TestModelSpec& spec) {
-  auto w = plain.read_f32(base + ".weight");
-  if (!w) return w.error();
+std::vector<StoredTensor> quantized_projection(const ModelConfig& config, const std::vector<float>& w,
+                                               const std::string& base, int out, int in, const TestModelSpec& spec) {
   const QuantConfig& qc = config.quant;
   const bool gptq = qc.method == QuantMethod::gptq;
   const int groups = qc.groups(in);
   const std::vector<int32_t> g_idx = group_index(base, in, qc.group_size, gptq && qc.desc_act, spec.seed);
-  const Quantized q = quantize(*w, out, in, g_idx, groups, qc.zero_minus_one ? 1 : 0);
+  const Quantized q = quantize(w, out, in, g_idx, groups, qc.zero_minus_one ? 1 : 0);
   std::vector<int32_t> qweight, qzeros(size_t(groups) * (out / 8), 0);
   if (gptq) {
     qweight.assign(size_t(in / 8) * out, 0);
@@ -171,11 +168,19 @@ bool unquantized_linear(const std::string& name) {
   return ends_with(".mlp.gate.weight") || ends_with(".mlp.shared_expert_gate.weight");
 }
 
+// One projection [out][in] in the checkpoint's format: FP8 blocks or 4-bit groups.
+std::vector<StoredTensor> packed_projection(const ModelConfig& config, const std::vector<float>& w,
+                                            const std::string& base, int out, int in, const TestModelSpec& spec) {
+  if (config.quant.method == QuantMethod::fp8) return fp8_projection(config.quant, w, base, out, in);
+  return quantized_projection(config, w, base, out, in, spec);
+}
+
 // Qwen3.5-MoE's fused stack gate_up_proj [E, 2I, H] (each expert's gate
-// rows, then its up rows) or down_proj [E, H, I], written as Qwen3.5-*-FP8
-// store it: experts.<e>.gate_proj / up_proj / down_proj, each with its scales.
-Expected<std::vector<StoredTensor>> fp8_expert_tensors(const QuantConfig& quant, const WeightSource& plain,
-                                                       const ExpectedTensor& stack) {
+// rows, then its up rows) or down_proj [E, H, I], written as the quantized
+// Qwen3.5-MoE checkpoints store it (Qwen3.5-*-FP8, the GPTQ-Int4 and AWQ
+// ones): experts.<e>.gate_proj / up_proj / down_proj, each with its scales.
+Expected<std::vector<StoredTensor>> split_expert_tensors(const ModelConfig& config, const WeightSource& plain,
+                                                         const ExpectedTensor& stack, const TestModelSpec& spec) {
   auto w = plain.read_f32(stack.name);
   if (!w) return w.error();
   const int experts = int(stack.shape[0]), rows = int(stack.shape[1]), cols = int(stack.shape[2]);
@@ -188,7 +193,7 @@ Expected<std::vector<StoredTensor>> fp8_expert_tensors(const QuantConfig& quant,
     for (int part = 0; part < parts; ++part) {
       const std::string name = prefix + std::to_string(e) + (gate_up ? (part == 0 ? ".gate_proj" : ".up_proj") : ".down_proj");
       std::vector<float> block(expert + size_t(part) * part_rows * cols, expert + size_t(part + 1) * part_rows * cols);
-      for (auto& p : fp8_projection(quant, block, name, part_rows, cols)) out.push_back(std::move(p));
+      for (auto& p : packed_projection(config, block, name, part_rows, cols, spec)) out.push_back(std::move(p));
     }
   }
   return out;
@@ -205,9 +210,8 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
   ModelConfig plain_config = config;
   plain_config.quant = QuantConfig{};
   for (const auto& t : expected_tensors(plain_config)) {
-    if (config.quant.method == QuantMethod::fp8 && t.shape.size() == 3 && t.role == TensorRole::linear &&
-        t.name.find(".mlp.experts.") != std::string::npos) {
-      auto experts = fp8_expert_tensors(config.quant, plain, t);
+    if (t.shape.size() == 3 && t.role == TensorRole::linear && t.name.find(".mlp.experts.") != std::string::npos) {
+      auto experts = split_expert_tensors(config, plain, t, spec);
       if (!experts) return experts.error();
       for (auto& p : *experts) tensors.push_back(std::move(p));
       continue;
@@ -228,17 +232,11 @@ Expected<std::vector<StoredTensor>> quantized_test_tensors(const ModelConfig& co
       continue;
     }
     const std::string base = t.name.substr(0, t.name.size() - std::string(".weight").size());
-    if (config.quant.method == QuantMethod::fp8) {
-      auto w = plain.read_f32(t.name);
-      if (!w) return w.error();
-      for (auto& p : fp8_projection(config.quant, *w, base, int(t.shape[0]), int(t.shape[1]))) {
-        tensors.push_back(std::move(p));
-      }
-      continue;
+    auto w = plain.read_f32(t.name);
+    if (!w) return w.error();
+    for (auto& p : packed_projection(config, *w, base, int(t.shape[0]), int(t.shape[1]), spec)) {
+      tensors.push_back(std::move(p));
     }
-    auto packed = quantized_projection(config, plain, base, int(t.shape[0]), int(t.shape[1]), spec);
-    if (!packed) return packed.error();
-    for (auto& p : *packed) tensors.push_back(std::move(p));
   }
   return tensors;
 }

@@ -212,9 +212,6 @@ Expected<void> validate_qwen35_spec(const TestModelSpec& spec) {
       static_cast<int>(rotary) % 2 != 0) {
     return spec_error("partial-rotary", "--head-dim x it must be a positive even integer, got " + std::to_string(rotary));
   }
-  if (!spec.quant.empty() && spec.quant != "fp8" && spec.arch == Architecture::qwen3_5_moe) {
-    return spec_error("quant", "4-bit Qwen3.5-MoE test checkpoints are not supported (fp8 and dense qwen3_5 are)");
-  }
   return {};
 }
 

@@ -126,22 +126,39 @@ XFT_DELTA_INLINE void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* 
   }
 }
 
-XFT_DELTA_INLINE void recurrent_body(const DeltaRuleHead& h, float* state) {
+// Two passes over the state per token instead of one per operation: the
+// state is the step's largest memory traffic after the weights. Each row is
+// decayed and then read into Sᵀk, written and then read into Sᵀq, so every
+// value is the one the four-pass form computes (same order of sums).
+XFT_DELTA_INLINE void recurrent_body(const DeltaRuleHead& h, float* __restrict state) {
   const int dk = h.dk, dv = h.dv;
-  std::vector<float> delta(dv);
+  std::vector<float> delta_buffer(dv);
+  float* __restrict delta = delta_buffer.data();
   for (int t = 0; t < h.n; ++t) {
     const float* q = h.q + static_cast<size_t>(t) * dk;
     const float* k = h.k + static_cast<size_t>(t) * dk;
     const float* v = h.v + static_cast<size_t>(t) * dv;
+    float* __restrict out = h.out + static_cast<size_t>(t) * dv;
     const float decay = std::exp(h.g[t]);
-    for (size_t e = 0; e < static_cast<size_t>(dk) * dv; ++e) state[e] *= decay;
-    read_state(k, state, dk, dv, delta.data());
-    for (int c = 0; c < dv; ++c) delta[c] = (v[c] - delta[c]) * h.beta[t];
-    for (int i = 0; i < dk; ++i) {
-      float* row = state + static_cast<size_t>(i) * dv;
-      for (int c = 0; c < dv; ++c) row[c] += k[i] * delta[c];
+    for (int c = 0; c < dv; ++c) delta[c] = 0.0f;
+    for (int i = 0; i < dk; ++i) {  // S ← S·exp(g); Sᵀk
+      float* __restrict row = state + static_cast<size_t>(i) * dv;
+      const float ki = k[i];
+      for (int c = 0; c < dv; ++c) {
+        row[c] *= decay;
+        delta[c] += ki * row[c];
+      }
     }
-    read_state(q, state, dk, dv, h.out + static_cast<size_t>(t) * dv);
+    for (int c = 0; c < dv; ++c) delta[c] = (v[c] - delta[c]) * h.beta[t];
+    for (int c = 0; c < dv; ++c) out[c] = 0.0f;
+    for (int i = 0; i < dk; ++i) {  // S ← S + k·δᵀ; o = Sᵀq
+      float* __restrict row = state + static_cast<size_t>(i) * dv;
+      const float ki = k[i], qi = q[i];
+      for (int c = 0; c < dv; ++c) {
+        row[c] += ki * delta[c];
+        out[c] += qi * row[c];
+      }
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 4-bit checkpoints through `xftctl run qwen --dump-logits`: GPTQ (Qwen2 names,
-# groups of 32; Qwen1 names with desc_act) and AWQ test checkpoints from
+# groups of 32; Qwen1 names with desc_act; Qwen3.5-MoE with each expert packed
+# apart) and AWQ test checkpoints from
 # `model make-test --quant`, loaded as written, against the same models
 # dequantized by the Python below (from the published layouts, independently
 # of xftctl) into plain fp32 checkpoints and run in fp32: on the reference's
@@ -18,11 +19,13 @@ declare -A make_args=(
   [gptq-g32]="--arch qwen2 --seed 3 --quant gptq --group-size 32"
   [awq-g64]="--arch qwen2 --seed 4 --quant awq --group-size 64"
   [qwen1-gptq-desc-act]="--arch qwen --seed 5 --inter 256 --quant gptq --group-size 32 --desc-act"
+  [qwen35moe-gptq-g32]="--arch qwen3_5_moe --seed 6 --quant gptq --group-size 32 --experts 4 --moe-inter 64 --linear-v-heads 16"
 )
-names=(gptq-g32 awq-g64 qwen1-gptq-desc-act)
+names=(gptq-g32 awq-g64 qwen1-gptq-desc-act qwen35moe-gptq-g32)
 
 # dequantize SRC DST: DST is SRC with every projection's qweight/qzeros/scales(/g_idx)
-# replaced by "<base>.weight" F32 [out, in] = (q - zero) * scale, and no quantization_config.
+# replaced by "<base>.weight" F32 [out, in] = (q - zero) * scale, and no quantization_config;
+# Qwen3.5-MoE's experts stacked back as its bf16 checkpoints store them.
 dequantize() {
   python3 - "$1" "$2" <<'PY'
 import json, os, struct, sys
@@ -80,6 +83,25 @@ for name in header:
                 z = nib(qzeros[g * (out // 8) + o // 8] & 0xffffffff, i)
             w.append((qv - z) * scales[g * out + o])
     out_tensors.append((base + ".weight", "F32", [out, in_], struct.pack(f"<{len(w)}f", *w)))
+if config.get("model_type") == "qwen3_5_moe":
+    # Its bf16 checkpoints stack the experts: gate_up_proj [E, 2I, H] (each
+    # expert's gate rows, then its up rows) and down_proj [E, H, I].
+    import re
+    experts, kept = {}, []
+    for t in out_tensors:
+        m = re.fullmatch(r"(.*\.mlp\.experts\.)(\d+)\.(gate|up|down)_proj\.weight", t[0])
+        if m:
+            experts.setdefault(m.group(1), {})[(int(m.group(2)), m.group(3))] = t
+        else:
+            kept.append(t)
+    for prefix, parts in experts.items():
+        count = 1 + max(e for e, _ in parts)
+        gate_up = b"".join(parts[(e, "gate")][3] + parts[(e, "up")][3] for e in range(count))
+        down = b"".join(parts[(e, "down")][3] for e in range(count))
+        inter, hidden = parts[(0, "gate")][2]
+        kept.append((prefix + "gate_up_proj", "F32", [count, 2 * inter, hidden], gate_up))
+        kept.append((prefix + "down_proj", "F32", [count, hidden, inter], down))
+    out_tensors = kept
 head, offset = {}, 0
 for name, dtype, shape, b in out_tensors:
     head[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(b)]}

@@ -152,83 +152,97 @@ uint64_t GatedDeltaNet::weight_bytes() const {
          (conv_taps_.size() + a_log_.size() + dt_bias_.size() + norm_.size()) * sizeof(float);
 }
 
-// out[t][c] = silu(Σ_j w[c][j] · input(t − (K−1) + j)), inputs before the
-// chunk coming from the state, which then keeps the last K−1 inputs.
-void GatedDeltaNet::convolve(const float* in, int n, int stride, LinearAttentionState& state, float* out) const {
+// out[t][c] = silu(Σ_j w[c][j] · input(t − (K−1) + j)) for the channels
+// [begin, end), inputs before the chunk coming from the state, which then
+// keeps those channels' last K−1 inputs.
+void GatedDeltaNet::convolve(const float* in, int n, int stride, int begin, int end, LinearAttentionState& state,
+                             float* out) const {
   const int history = kernel_ - 1;
+  float* kept = state.conv.data();
   auto input = [&](int t) -> const float* {
-    return t >= 0 ? in + static_cast<size_t>(t) * stride : state.conv.data() + static_cast<size_t>(history + t) * channels_;
+    return t >= 0 ? in + static_cast<size_t>(t) * stride : kept + static_cast<size_t>(history + t) * channels_;
   };
-  // Tap by tap over all channels (contiguous rows), then silu.
+  // Tap by tap over the channels (contiguous rows), then silu.
   for (int t = 0; t < n; ++t) {
     float* row = out + static_cast<size_t>(t) * channels_;
-    std::fill(row, row + channels_, 0.0f);
+    for (int ch = begin; ch < end; ++ch) row[ch] = 0.0f;
     for (int j = 0; j < kernel_; ++j) {
       const float* x = input(t - history + j);
-      for (int ch = 0; ch < channels_; ++ch) row[ch] += conv_taps_[static_cast<size_t>(j) * channels_ + ch] * x[ch];
+      const float* taps = conv_taps_.data() + static_cast<size_t>(j) * channels_;
+      for (int ch = begin; ch < end; ++ch) row[ch] += taps[ch] * x[ch];
     }
-    for (int ch = 0; ch < channels_; ++ch) row[ch] = silu(row[ch]);
+    for (int ch = begin; ch < end; ++ch) row[ch] = silu(row[ch]);
   }
-  std::vector<float> kept(static_cast<size_t>(history) * channels_);
+  // Kept row i is input n − K + 1 + i: a later kept row or the chunk, so
+  // shifting in order overwrites only rows already read.
   for (int i = 0; i < history; ++i) {
-    std::memcpy(kept.data() + static_cast<size_t>(i) * channels_, input(n - history + i), channels_ * sizeof(float));
+    const float* from = input(n - history + i);
+    float* to = kept + static_cast<size_t>(i) * channels_;
+    if (from != to) std::memmove(to + begin, from + begin, static_cast<size_t>(end - begin) * sizeof(float));
   }
-  state.conv.swap(kept);
 }
 
-void GatedDeltaNet::run_rule(const float* mixed, const float* projected, int n, LinearAttentionState& state, float* core,
-                             LinearAttentionPass& pass) const {
+// The local value heads [first, last) that read local key head `key`.
+Range GatedDeltaNet::readers_of(int key) const {
+  const int global = key_begin_ + key;
+  return {std::max(0, global * ratio_ - value_begin_), std::min(value_heads_, (global + 1) * ratio_ - value_begin_)};
+}
+
+// One key head over one chunk of n tokens: the convolution of its q and k
+// channels and of its value heads' v channels, then each of those value
+// heads' delta rule and gated norm into core[n][value heads × dv].
+void GatedDeltaNet::mix_key_head(int key, const float* projected, int n, LinearAttentionState& state, float* mixed,
+                                 float* core, bool recurrent, int chunk_size, HeadScratch& s) const {
   const int key_width = key_heads_ * dk_;
   const int core_width = value_heads_ * dv_;
+  const Range readers = readers_of(key);
+  convolve(projected, n, projected_width_, key * dk_, (key + 1) * dk_, state, mixed);
+  convolve(projected, n, projected_width_, key_width + key * dk_, key_width + (key + 1) * dk_, state, mixed);
+  convolve(projected, n, projected_width_, 2 * key_width + readers.begin * dv_, 2 * key_width + readers.end * dv_,
+           state, mixed);
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk_));
-  const bool recurrent = n == 1 || pass.rows_independent;
-  // Value heads are independent (each has its own state matrix): one task
-  // each, with the task's own gathered inputs.
-  pass.pool->parallel_for(value_heads_, [&](int begin, int end) {
-    std::vector<float> q(static_cast<size_t>(n) * dk_), k(q.size()), v(static_cast<size_t>(n) * dv_), out(v.size());
-    std::vector<float> g(n), beta(n), scratch;
-    for (int h = begin; h < end; ++h) {
-      // The key head of local value head h, from the global numbering (key heads may be replicated).
-      const int key = (value_begin_ + h) / ratio_ - key_begin_;
-      for (int t = 0; t < n; ++t) {
-        const float* row = mixed + static_cast<size_t>(t) * channels_;
-        const float* prow = projected + static_cast<size_t>(t) * projected_width_;
-        l2_normalize(row + key * dk_, dk_, q_scale, q.data() + static_cast<size_t>(t) * dk_);
-        l2_normalize(row + key_width + key * dk_, dk_, 1.0f, k.data() + static_cast<size_t>(t) * dk_);
-        std::memcpy(v.data() + static_cast<size_t>(t) * dv_, row + 2 * key_width + h * dv_, dv_ * sizeof(float));
-        const float b = prow[channels_ + core_width + h];
-        const float a = prow[channels_ + core_width + value_heads_ + h];
-        beta[t] = sigmoid(b);
-        g[t] = -std::exp(a_log_[h]) * softplus(a + dt_bias_[h]);
-      }
-      const DeltaRuleHead head{q.data(), k.data(), v.data(), g.data(), beta.data(), out.data(), n, dk_, dv_};
-      float* s = state.recurrent.data() + static_cast<size_t>(h) * dk_ * dv_;
-      if (recurrent) {
-        delta_rule_recurrent(head, s);
-      } else {
-        delta_rule_chunked(head, s, pass.chunk_size, scratch);
-      }
-      for (int t = 0; t < n; ++t) {
-        std::memcpy(core + static_cast<size_t>(t) * core_width + h * dv_, out.data() + static_cast<size_t>(t) * dv_,
-                    dv_ * sizeof(float));
-      }
+  s.q.resize(static_cast<size_t>(n) * dk_);
+  s.k.resize(s.q.size());
+  s.v.resize(static_cast<size_t>(n) * dv_);
+  s.out.resize(s.v.size());
+  s.g.resize(n);
+  s.beta.resize(n);
+  for (int t = 0; t < n; ++t) {
+    const float* row = mixed + static_cast<size_t>(t) * channels_;
+    l2_normalize(row + key * dk_, dk_, q_scale, s.q.data() + static_cast<size_t>(t) * dk_);
+    l2_normalize(row + key_width + key * dk_, dk_, 1.0f, s.k.data() + static_cast<size_t>(t) * dk_);
+  }
+  for (int h = readers.begin; h < readers.end; ++h) {
+    for (int t = 0; t < n; ++t) {
+      const float* row = mixed + static_cast<size_t>(t) * channels_;
+      const float* prow = projected + static_cast<size_t>(t) * projected_width_;
+      std::memcpy(s.v.data() + static_cast<size_t>(t) * dv_, row + 2 * key_width + h * dv_, dv_ * sizeof(float));
+      const float b = prow[channels_ + core_width + h];
+      const float a = prow[channels_ + core_width + value_heads_ + h];
+      s.beta[t] = sigmoid(b);
+      s.g[t] = -std::exp(a_log_[h]) * softplus(a + dt_bias_[h]);
     }
-  });
-}
-
-// core = rmsnorm(core per value head) · w · silu(z).
-void GatedDeltaNet::gate_and_norm(const float* projected, int m, float* core) const {
-  const int core_width = value_heads_ * dv_;
-  for (int r = 0; r < m; ++r) {
-    const float* z = projected + static_cast<size_t>(r) * projected_width_ + channels_;
-    for (int h = 0; h < value_heads_; ++h) {
-      float* o = core + static_cast<size_t>(r) * core_width + h * dv_;
-      float sum = 0.0f;
-      for (int i = 0; i < dv_; ++i) sum += o[i] * o[i];
-      const float inv = 1.0f / std::sqrt(sum / dv_ + eps_);
-      for (int i = 0; i < dv_; ++i) o[i] = o[i] * inv * norm_[i] * silu(z[h * dv_ + i]);
+    const DeltaRuleHead head{s.q.data(), s.k.data(), s.v.data(), s.g.data(), s.beta.data(), s.out.data(), n, dk_, dv_};
+    float* state_h = state.recurrent.data() + static_cast<size_t>(h) * dk_ * dv_;
+    if (recurrent) {
+      delta_rule_recurrent(head, state_h);
+    } else {
+      delta_rule_chunked(head, state_h, chunk_size, s.chunk);
+    }
+    for (int t = 0; t < n; ++t) {
+      gate_and_norm(s.out.data() + static_cast<size_t>(t) * dv_,
+                    projected + static_cast<size_t>(t) * projected_width_ + channels_ + h * dv_,
+                    core + static_cast<size_t>(t) * core_width + h * dv_);
     }
   }
+}
+
+// o = rmsnorm(o) · w · silu(z) over one value head's dv values.
+void GatedDeltaNet::gate_and_norm(const float* o, const float* z, float* out) const {
+  float sum = 0.0f;
+  for (int i = 0; i < dv_; ++i) sum += o[i] * o[i];
+  const float inv = 1.0f / std::sqrt(sum / dv_ + eps_);
+  for (int i = 0; i < dv_; ++i) out[i] = o[i] * inv * norm_[i] * silu(z[i]);
 }
 
 // pass.projected[m][q|k|v|z|b|a]: one product, or two laid side by side.
@@ -255,17 +269,24 @@ void GatedDeltaNet::forward(const float* x, int m, float* out, LinearAttentionPa
   pass.mixed.resize(static_cast<size_t>(m) * channels_);
   pass.core.resize(static_cast<size_t>(m) * core_width);
   project_inputs(x, m, pass);
-  int row = 0;
-  for (size_t c = 0; c < pass.chunk_rows.size(); ++c) {
-    const int n = pass.chunk_rows[c];
-    LinearAttentionState& state = *pass.chunk_states[c];
-    const float* projected = pass.projected.data() + static_cast<size_t>(row) * projected_width_;
-    float* mixed = pass.mixed.data() + static_cast<size_t>(row) * channels_;
-    convolve(projected, n, projected_width_, state, mixed);
-    run_rule(mixed, projected, n, state, pass.core.data() + static_cast<size_t>(row) * core_width, pass);
-    row += n;
-  }
-  gate_and_norm(pass.projected.data(), m, pass.core.data());
+  const size_t chunks = pass.chunk_rows.size();
+  pass.chunk_begin.resize(chunks);
+  for (size_t c = 0, row = 0; c < chunks; row += pass.chunk_rows[c++]) pass.chunk_begin[c] = static_cast<int>(row);
+  // One region for the whole layer: a task per key head (its conv channels
+  // and state matrices are its own), each going through the chunks in order.
+  // A rank with fewer key heads than threads leaves threads idle here.
+  pass.pool->parallel_for_balanced(key_heads_, [&](int begin, int end) {
+    thread_local HeadScratch scratch;
+    for (int key = begin; key < end; ++key) {
+      for (size_t c = 0; c < chunks; ++c) {
+        const int n = pass.chunk_rows[c], row = pass.chunk_begin[c];
+        mix_key_head(key, pass.projected.data() + static_cast<size_t>(row) * projected_width_, n, *pass.chunk_states[c],
+                     pass.mixed.data() + static_cast<size_t>(row) * channels_,
+                     pass.core.data() + static_cast<size_t>(row) * core_width, n == 1 || pass.rows_independent,
+                     pass.chunk_size, scratch);
+      }
+    }
+  });
   project(out_proj_, pass.core.data(), m, out, *pass.pool, pass.rows_independent);
 }
 

@@ -44,6 +44,7 @@ struct LinearAttentionPass {
   bool rows_independent = false;  // projections through the batch-invariant kernels, and no chunked form
   int chunk_size = 64;            // tokens per chunk of the chunked delta rule
   std::vector<int> chunk_rows;                         // token rows of each chunk, in order
+  std::vector<int> chunk_begin;                        // each chunk's first row (scratch)
   std::vector<LinearAttentionState*> chunk_states;     // this layer's state of each chunk's sequence
   std::vector<float> projected, mixed, core;           // scratch
   std::vector<float> projected_qkvz, projected_ba;     // scratch when b|a is a Linear of its own
@@ -64,11 +65,17 @@ class GatedDeltaNet {
   uint64_t weight_bytes() const;
 
  private:
+  // One task's gathered per-token inputs of a value head, reused across layers.
+  struct HeadScratch {
+    std::vector<float> q, k, v, out, g, beta, chunk;
+  };
   void project_inputs(const float* x, int m, LinearAttentionPass& pass) const;
-  void convolve(const float* in, int n, int stride, LinearAttentionState& state, float* out) const;
-  void run_rule(const float* mixed, const float* projected, int n, LinearAttentionState& state, float* core,
-                LinearAttentionPass& pass) const;
-  void gate_and_norm(const float* projected, int m, float* core) const;
+  void convolve(const float* in, int n, int stride, int begin, int end, LinearAttentionState& state,
+                float* out) const;
+  Range readers_of(int key) const;
+  void mix_key_head(int key, const float* projected, int n, LinearAttentionState& state, float* mixed, float* core,
+                    bool recurrent, int chunk_size, HeadScratch& scratch) const;
+  void gate_and_norm(const float* o, const float* z, float* out) const;
 
   int key_heads_ = 0, value_heads_ = 0;  // local
   int key_begin_ = 0, value_begin_ = 0;  // global ids of the first local key and value head

@@ -201,6 +201,16 @@ TEST_P(Int4Checkpoint, LogitsMatchTheDequantizedModelInFp32AtOneAndTwoRanks) {
       EXPECT_TRUE((*packed)->has(mlp + "shared_expert_gate.weight"));
     }
   }
+  if (c.arch == Architecture::qwen3_5_moe) {
+    // As the published 4-bit Qwen3.5-MoE checkpoints store them: one packed tensor set per expert.
+    const std::string mlp = "model.language_model.layers.1.mlp.";
+    EXPECT_TRUE((*packed)->has(mlp + "experts.3.gate_proj.qweight"));
+    EXPECT_TRUE((*packed)->has(mlp + "experts.3.down_proj.scales"));
+    EXPECT_FALSE((*packed)->has(mlp + "experts.gate_up_proj"));
+    EXPECT_TRUE((*packed)->has(mlp + "shared_expert.up_proj.qweight"));
+    EXPECT_TRUE((*packed)->has(mlp + "gate.weight"));
+    EXPECT_TRUE((*packed)->has(mlp + "shared_expert_gate.weight"));
+  }
   const std::vector<int32_t> prompt{17, 400, 3001, 9, 77, 1234, 2048, 5, 4000, 12};
   const int vocab = spec.vocab;
 
@@ -237,7 +247,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // Every Gated DeltaNet and gated-attention projection packed; conv1d, A_log, norms not.
                       Case{"qwen3_5_gptq_g32", Architecture::qwen3_5, "gptq", 32, false},
                       Case{"qwen3_5_gptq_desc_act", Architecture::qwen3_5, "gptq", 32, true},
-                      Case{"qwen3_5_awq_g32", Architecture::qwen3_5, "awq", 32, false}),
+                      Case{"qwen3_5_awq_g32", Architecture::qwen3_5, "awq", 32, false},
+                      // Qwen3.5-MoE: each expert packed apart (not the bf16 checkpoints' fused stacks).
+                      Case{"qwen3_5_moe_gptq_g32", Architecture::qwen3_5_moe, "gptq", 32, false},
+                      Case{"qwen3_5_moe_gptq_desc_act", Architecture::qwen3_5_moe, "gptq", 32, true},
+                      Case{"qwen3_5_moe_awq_g32", Architecture::qwen3_5_moe, "awq", 32, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Int4Checkpoint, FormatNameAndDecodeBytesFollowTheCheckpoint) {

@@ -286,6 +286,53 @@ TEST(Qwen35Model, LinearStateIsFixedPerSequence) {
   EXPECT_EQ(seq->kv_bytes(), size_t(2) * 64 * 512 * 4 * 2);
 }
 
+// One pass over several sequences (a long prompt in the chunked form, a
+// decode step, a short prompt) gives each the logits it gets alone: the
+// layer's tasks take every sequence's chunk in turn, each with its own state.
+TEST(Qwen35Model, SequencesSharingAPassGetTheirLogitsAlone) {
+  for (const char* name : {"qwen35-tiny-s19", "qwen35moe-tiny-s33"}) {
+    Loaded l = load_golden_model(name);
+    ASSERT_TRUE(l.model);
+    Model& m = *l.model;
+    const int vocab = l.config.vocab;
+    const std::vector<int32_t> long_one = long_prompt(70);  // two chunks of the delta rule
+    const std::vector<int32_t> short_one = long_prompt(9);
+    const std::vector<int32_t> history = long_prompt(5);
+    const int32_t next = 4321;
+    auto alone = [&](const std::vector<int32_t>& before, std::span<const int32_t> tokens) {
+      auto seq = m.new_sequence();
+      if (!before.empty()) {
+        Chunk prompt{seq.get(), before};
+        EXPECT_TRUE(m.forward({&prompt, 1}).ok());
+      }
+      Chunk chunk{seq.get(), tokens};
+      auto out = m.forward({&chunk, 1}, true);
+      EXPECT_TRUE(out.ok()) << out.error().message;
+      return std::vector<float>(out->begin(), out->end());
+    };
+    std::vector<float> want = alone({}, long_one);
+    const std::vector<float> decode = alone(history, {&next, 1});
+    const std::vector<float> shorter = alone({}, short_one);
+    want.insert(want.end(), decode.begin(), decode.end());
+    want.insert(want.end(), shorter.begin(), shorter.end());
+
+    auto a = m.new_sequence(), b = m.new_sequence(), c = m.new_sequence();
+    Chunk prompt{b.get(), history};
+    ASSERT_TRUE(m.forward({&prompt, 1}).ok());
+    Chunk shared[] = {{a.get(), long_one}, {b.get(), {&next, 1}}, {c.get(), short_one}};
+    auto out = m.forward(shared, true);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    ASSERT_EQ(out->size(), want.size());
+    ASSERT_EQ(want.size(), size_t(70 + 1 + 9) * vocab);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      scale = std::max(scale, double(std::abs(want[i])));
+      worst = std::max(worst, double(std::abs(want[i] - (*out)[i])));
+    }
+    EXPECT_LT(worst, 1e-4 * scale) << name;
+  }
+}
+
 // The server's contract: with batch_invariant a row's logits are bit for bit
 // the same alone as beside other sequences' prompts and decodes, and whether
 // its prompt comes in one piece or several (the state advances one token at a
