@@ -8,11 +8,13 @@
 // AVX2 kernel's bits (TheVnniKernelGivesTheAvx2KernelsBits).
 #pragma once
 
+// GCC 12's avx512fintrin.h reads its own undefined vectors (false positives).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/quant_int4.h"
