@@ -2,11 +2,11 @@
 // panel of weight rows, each input's outputs bit for bit what gemv_int4_vnni
 // gives it alone (both run gemv_int4_vnni_block.h's blocks: exact integer dots
 // per group, the float steps per group in increasing order). Only the order
-// of the work differs: each block of eight weight rows meets every chunk of
-// four inputs in turn while it sits in L1 (about 6 KiB of rows at 1536
-// inputs), one nibble unpacking serving the chunk's four inputs, and the
-// caller hands each thread panels of rows sized to stay in L2
-// (gemm_int4_vnni_panel_rows).
+// of the work differs: each tile of 16 weight rows meets every chunk of
+// four inputs in turn while it sits in L1 (12 KiB of rows at 1536 inputs;
+// L2 for the longest rows), one nibble masking serving the chunk's four
+// inputs, and the caller hands each thread panels of rows sized to stay in
+// L2 (gemm_int4_vnni_panel_rows).
 #include <algorithm>
 #include <cstddef>
 
@@ -43,13 +43,13 @@ void rows_of_chunk(const PackedWeight& w, const Int4StagedX& chunk, int inputs, 
 
 int gemm_int4_vnni_panel_rows(const PackedWeight& w) {
   const size_t rows = kPanelBytes / w.row_bytes();
-  return static_cast<int>(std::clamp<size_t>(rows / kInt4RowBlock * kInt4RowBlock, kInt4RowBlock, kMaxPanelRows));
+  return static_cast<int>(std::clamp<size_t>(rows / kInt4TileRows * kInt4TileRows, kInt4TileRows, kMaxPanelRows));
 }
 
 void gemm_int4_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
   const Int4StagedX& xs = *static_cast<const Int4StagedX*>(x);
   for (int r0 = row_begin; r0 < row_end;) {
-    const int r1 = std::min(row_end, (r0 / kInt4RowBlock + 1) * kInt4RowBlock);
+    const int r1 = std::min(row_end, (r0 / kInt4TileRows + 1) * kInt4TileRows);
     for (int j0 = 0; j0 < m; j0 += kInputsPerChunk) {
       const int inputs = std::min(kInputsPerChunk, m - j0);
       rows_of_chunk(w, inputs_from(w, xs, j0), inputs, y + static_cast<size_t>(j0) * w.out, r0, r1);

@@ -11,13 +11,12 @@ void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int
   const Int4StagedX& xs = *static_cast<const Int4StagedX*>(x);
   const float* xf = static_cast<const float*>(xs.x);
   for (int r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = w.int4_row(r);
     float acc[kGemvMaxRows] = {};
     for (int g = 0; g < w.groups; ++g) {
       float dot[kGemvMaxRows] = {};
       const int s0 = g * w.group_len;
       for (int s = s0; s < s0 + w.group_len; ++s) {
-        const float q = static_cast<float>(int4_nibble(w, row, s));
+        const float q = static_cast<float>(int4_nibble(w, r, s));
         for (int j = 0; j < m; ++j) dot[j] += q * xf[static_cast<size_t>(j) * w.ld + s];
       }
       const size_t sg = int4_param_index(w, r, g);

@@ -1,181 +1,150 @@
 // The steps of the AVX512-VNNI int4 decode kernel (gemv_int4_vnni.cpp) for
-// it and its batch-invariant GEMM (gemm_int4_vnni.cpp): blocks of eight
-// weight rows against up to four inputs, each input's outputs depending on
-// the row and that input alone (exact integer dots per group, then the same
-// float steps per group in increasing order), so both give an input bit for
-// bit the same result (kernels_rows_independent_test and kernels_int4_test
-// check it), and the AVX2 kernel's bits (TheVnniKernelGivesTheAvx2KernelsBits).
+// it and its batch-invariant GEMM (gemm_int4_vnni.cpp): a tile of 16 weight
+// rows (the interleaved layout of quant_int4.h) against up to four inputs,
+// each input's outputs depending on the row and that input alone (exact
+// integer dots per group, then the same float steps per group in increasing
+// order), so both give an input bit for bit the same result
+// (kernels_rows_independent_test and kernels_int4_test check it), and the
+// AVX2 kernel's bits (TheVnniKernelGivesTheAvx2KernelsBits).
 #pragma once
 
+// GCC 12's avx512fintrin.h reads its own undefined vectors (false positives).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/quant_int4.h"
 
-#define XFT_AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define XFT_AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 namespace xft::engine::int4_vnni_block {
 
-XFT_AVX512VNNI inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// The 32 slots of a half unit (16 bytes) in order: low nibbles, then high ones.
-XFT_AVX512VNNI inline __m256i half_unit(const uint8_t* bytes) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-  const __m128i low4 = _mm_set1_epi8(15);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+// Four int8 x (slots s .. s + 3) in every 32-bit lane: vpdpbusd's
+// broadcast operand (folded into the instruction as {1to16}).
+// acc + the dots of `weights` (u8) with the four int8 x at x broadcast to
+// every lane, the broadcast folded into the instruction ({1to16}; GCC keeps
+// it a separate vpbroadcastd, one more instruction per 64 weights).
+XFT_AVX512VNNI inline __m512i dot_four_x(__m512i acc, __m512i weights, const int8_t* x) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(weights), "m"(*reinterpret_cast<const int32_t(*)[1]>(x)));
+  return acc;
 }
 
-// Packed row r, or the last row for the lanes of a block past the end (their
-// results are not stored).
-inline const uint8_t* block_row(const PackedWeight& w, int r) { return w.int4_row(r < w.out ? r : w.out - 1); }
+// Runs of 64 bytes (eight slots of the 16 rows) taken per step: two while
+// few inputs share them, so each vpdpbusd chain waits on its own latency
+// half as often; one for three or four inputs, whose chains are enough.
+template <int M>
+constexpr int kRunsPerStep = M <= 2 ? 2 : 1;
 
-// One row's group against M inputs (xg[j]: input j's slots of the group):
-// the nibbles unpacked once, then per input its exact integer dot product,
-// spread over 8 int32 lanes.
-template <int M, int FULL, bool HALF>
-XFT_AVX512VNNI inline void group_dots(const uint8_t* bytes, const int8_t* const (&xg)[M], __m256i (&dot)[M]) {
-  constexpr int kUnits = 2 * FULL + (HALF ? 1 : 0);
-  const __m256i low4 = _mm256_set1_epi8(15);
-  __m256i nibbles[kUnits];
-  #pragma GCC unroll 2
-  for (int u = 0; u < FULL; ++u) {
-    const __m256i v = load32(bytes + 32 * u);
-    nibbles[2 * u] = _mm256_and_si256(v, low4);
-    nibbles[2 * u + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-  }
-  if (HALF) nibbles[2 * FULL] = half_unit(bytes + 32 * FULL);
+// One group (RUNS runs of 64 bytes from `runs`) of the tile's 16 rows against
+// M inputs (xg[j]: input j's slots of the group): per input the exact integer
+// dot of each row in its lane. The low nibbles are masked in place; the high
+// ones are left in place (the bytes xor their low nibbles: 16 · q), their
+// products summed apart and divided by 16 at the end (exact: a multiple of
+// 16, |sum| < 2^31).
+template <int M, int RUNS>
+XFT_AVX512VNNI inline void group_dots(const uint8_t* runs, const int8_t* const (&xg)[M], __m512i (&dot)[M]) {
+  constexpr int kStep = kRunsPerStep<M>;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512i low[M][kStep], high[M][kStep];
   #pragma GCC unroll 4
   for (int j = 0; j < M; ++j) {
-    dot[j] = _mm256_setzero_si256();
-    #pragma GCC unroll 5
-    for (int k = 0; k < kUnits; ++k) dot[j] = _mm256_dpbusd_epi32(dot[j], nibbles[k], load32(xg[j] + 32 * k));
+    #pragma GCC unroll 2
+    for (int k = 0; k < kStep; ++k) low[j][k] = high[j][k] = _mm512_setzero_si512();
   }
-}
-
-// A pass's float work (about 40 instructions per group and input) holds no weight
-// loads; past about 32 groups it outlasts the out-of-order window, so the
-// memory stream would stall there (on long rows, K = 8960, the kernel read
-// DRAM slower than the int8 one). The float loop therefore prefetches, spread
-// over its groups, what the next pass reads: the next groups of these eight
-// rows, or the next block's first ones. Shorter passes overlap on their own,
-// where the extra prefetches only slowed the hardware prefetcher.
-constexpr int kPrefetchMinGroups = 32;
-
-// The bytes the next pass reads: `rows` rows of `lines_per_row` cache lines
-// from `first`, a row apart; spread as `per_group` lines per group of the
-// float loop (none when total is 0).
-struct NextPass {
-  const uint8_t* first = nullptr;
-  size_t row_stride = 0, lines_per_row = 0, total = 0, per_group = 0;
-};
-
-inline NextPass next_pass_of(const PackedWeight& w, int r0, int g0, int g1, int chunk) {
-  NextPass next;
-  const int groups = g1 - g0;
-  if (groups < kPrefetchMinGroups) return next;
-  const bool same_rows = g1 < w.groups;
-  const int first_row = same_rows ? r0 : r0 + kInt4RowBlock;
-  const int rows = std::min(kInt4RowBlock, w.out - first_row);
-  if (rows <= 0) return next;
-  const int first_group = same_rows ? g1 : 0;
-  const size_t group_bytes = static_cast<size_t>(w.group_len) / 2;
-  next.first = w.int4_row(first_row) + first_group * group_bytes;
-  next.row_stride = w.row_bytes();
-  next.lines_per_row = (static_cast<size_t>(std::min(w.groups - first_group, chunk)) * group_bytes + 63) / 64;
-  next.total = next.lines_per_row * rows;
-  next.per_group = (next.total + groups - 1) / groups;
-  return next;
-}
-
-// Eight rows r0 .. r0 + 7 at once, as gemv_int4_avx2's block_small_groups:
-// each row's groups in turn (one sequential stream) into integer dots, then
-// per group and input the eight rows' dots summed across lanes into one
-// vector (lane i = row r0 + i) for the float work shared by the eight rows.
-template <int M, int FULL, bool HALF>
-XFT_AVX512VNNI inline void block_small_groups(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
-                                       float* y, int r0, int rb, int re) {
-  constexpr int kChunk = 96 / M;  // groups per pass: a pass's dots stay in L1 (24 KiB)
-  const uint16_t* s16 = w.group_scale.data() + int4_param_index(w, r0, 0);
-  const uint8_t* z8 = w.group_zero.data() + int4_param_index(w, r0, 0);
-  const size_t group_bytes = static_cast<size_t>(w.group_len) / 2;
-  __m256 acc[M], zero_share[M];
-  #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) acc[j] = zero_share[j] = _mm256_setzero_ps();
-  __m256i dots[M][kChunk][kInt4RowBlock];
-  for (int g0 = 0; g0 < w.groups; g0 += kChunk) {
-    const int g1 = std::min(w.groups, g0 + kChunk);
-    for (int i = 0; i < kInt4RowBlock; ++i) {
-      const uint8_t* row = block_row(w, r0 + i);
-      for (int g = g0; g < g1; ++g) {
-        const int8_t* xg[M];
-        #pragma GCC unroll 4
-        for (int j = 0; j < M; ++j) xg[j] = x + static_cast<size_t>(j) * w.ld + static_cast<size_t>(g) * w.group_len;
-        __m256i d[M];
-        group_dots<M, FULL, HALF>(row + g * group_bytes, xg, d);
-        #pragma GCC unroll 4
-        for (int j = 0; j < M; ++j) dots[j][g - g0][i] = d[j];
-      }
-    }
-    const NextPass next = next_pass_of(w, r0, g0, g1, kChunk);
-    size_t line = 0;
-    for (int g = g0; g < g1; ++g) {
-      for (const size_t end = std::min(next.total, line + next.per_group); line < end; ++line) {
-        _mm_prefetch(reinterpret_cast<const char*>(next.first + line / next.lines_per_row * next.row_stride + 64 * (line % next.lines_per_row)),
-                     _MM_HINT_T1);
-      }
-      const __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + kInt4RowBlock * g)));
-      const __m256 zero = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(z8 + kInt4RowBlock * g))));
-      const __m256 scaled_zero = _mm256_mul_ps(scale, zero);
+  #pragma GCC unroll 16
+  for (int run = 0; run < RUNS; run += kStep) {
+    #pragma GCC unroll 2
+    for (int k = 0; k < kStep; ++k) {
+      const __m512i v = _mm512_loadu_si512(runs + 64 * (run + k));
+      const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_xor_si512(v, lo);
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) {
-        const __m256i* d = dots[j][g - g0];
-        const __m256i d0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
-        const __m256i d4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
-        const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(d0123, d4567, 0x20),
-                                             _mm256_permute2x128_si256(d0123, d4567, 0x31));
-        // |dot| <= 128 · 15 · 127 < 2^24: the conversion is exact.
-        const __m256 sx = _mm256_set1_ps(x_scale[static_cast<size_t>(j) * w.groups + g]);
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, sx), acc[j]);
-        zero_share[j] = _mm256_fmadd_ps(scaled_zero, _mm256_set1_ps(sums[static_cast<size_t>(j) * w.groups + g]), zero_share[j]);
+        const int8_t* xs = xg[j] + 8 * (run + k);
+        low[j][k] = dot_four_x(low[j][k], lo, xs);
+        high[j][k] = dot_four_x(high[j][k], hi, xs + 4);
       }
     }
   }
-  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4RowBlock);
-  alignas(32) float bias[kInt4RowBlock] = {};
-  if (!w.bias.empty()) {
-    for (int r = first; r < last; ++r) bias[r - r0] = w.bias[r];
-  }
   #pragma GCC unroll 4
   for (int j = 0; j < M; ++j) {
-    alignas(32) float out[kInt4RowBlock];
-    _mm256_store_ps(out, _mm256_add_ps(_mm256_sub_ps(acc[j], zero_share[j]), _mm256_load_ps(bias)));
-    for (int r = first; r < last; ++r) y[static_cast<size_t>(j) * w.out + r] = out[r - r0];
+    __m512i l = low[j][0], h = high[j][0];
+    #pragma GCC unroll 2
+    for (int k = 1; k < kStep; ++k) {
+      l = _mm512_add_epi32(l, low[j][k]);
+      h = _mm512_add_epi32(h, high[j][k]);
+    }
+    dot[j] = _mm512_add_epi32(l, _mm512_srai_epi32(h, 4));
   }
 }
 
-// Rows [rb, re) of M inputs, block by block.
-template <int M, int FULL, bool HALF>
-XFT_AVX512VNNI inline void small_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
+// Lanes of rows [first, last) of the tile starting at r0.
+inline __mmask16 row_mask(int r0, int first, int last) {
+  return static_cast<__mmask16>(((1u << (last - r0)) - 1) & ~((1u << (first - r0)) - 1));
+}
+
+// The 16 rows r0 .. r0 + 15 of a tile, outputs stored for rows [rb, re):
+// one sequential stream of the tile's bytes, group after group, each
+// group's dots already one vector per input (lane i = row r0 + i); the float
+// steps per group and lane are gemv_int4_avx2's (one convert, one FMA by
+// s · sx, one FMA for the zero points' s · z · Σx, taken off at the end).
+template <int M, int RUNS>
+XFT_AVX512VNNI inline void tile_rows(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
+                                     float* y, int r0, int rb, int re) {
+  const uint8_t* tile = int4_tile(w, r0);
+  const uint16_t* s16 = w.group_scale.data() + int4_param_index(w, r0, 0);
+  const uint8_t* z8 = w.group_zero.data() + int4_param_index(w, r0, 0);
+  __m512 acc[M], zero_share[M];
+  #pragma GCC unroll 4
+  for (int j = 0; j < M; ++j) acc[j] = zero_share[j] = _mm512_setzero_ps();
+  for (int g = 0; g < w.groups; ++g) {
+    const int8_t* xg[M];
+    #pragma GCC unroll 4
+    for (int j = 0; j < M; ++j) xg[j] = x + static_cast<size_t>(j) * w.ld + static_cast<size_t>(g) * w.group_len;
+    __m512i dot[M];
+    group_dots<M, RUNS>(tile + static_cast<size_t>(g) * RUNS * 64, xg, dot);
+    const __m512 scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16 + kInt4TileRows * g)));
+    const __m512 zero = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(z8 + kInt4TileRows * g))));
+    const __m512 scaled_zero = _mm512_mul_ps(scale, zero);
+    #pragma GCC unroll 4
+    for (int j = 0; j < M; ++j) {
+      // |dot| <= 128 · 15 · 127 < 2^24: the conversion is exact.
+      const __m512 sx = _mm512_set1_ps(x_scale[static_cast<size_t>(j) * w.groups + g]);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[j]), _mm512_mul_ps(scale, sx), acc[j]);
+      zero_share[j] = _mm512_fmadd_ps(scaled_zero, _mm512_set1_ps(sums[static_cast<size_t>(j) * w.groups + g]), zero_share[j]);
+    }
+  }
+  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4TileRows);
+  const __mmask16 mask = row_mask(r0, first, last);
+  const __m512 bias = w.bias.empty() ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, w.bias.data() + r0);
+  #pragma GCC unroll 4
+  for (int j = 0; j < M; ++j) {
+    _mm512_mask_storeu_ps(y + static_cast<size_t>(j) * w.out + r0, mask, _mm512_add_ps(_mm512_sub_ps(acc[j], zero_share[j]), bias));
+  }
+}
+
+// Rows [rb, re) of M inputs, tile by tile.
+template <int M, int RUNS>
+XFT_AVX512VNNI inline void tiles(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
   const int8_t* x = static_cast<const int8_t*>(xs.x);
-  for (int r0 = rb / kInt4RowBlock * kInt4RowBlock; r0 < re; r0 += kInt4RowBlock) {
-    block_small_groups<M, FULL, HALF>(w, x, xs.unit_scale, xs.group_sums, y, r0, rb, re);
+  for (int r0 = rb / kInt4TileRows * kInt4TileRows; r0 < re; r0 += kInt4TileRows) {
+    tile_rows<M, RUNS>(w, x, xs.unit_scale, xs.group_sums, y, r0, rb, re);
   }
 }
 
-// Rows [rb, re) of M (1..4) inputs; groups of more than 128 slots go to the
-// AVX2 kernel (the same bits).
+// Rows [rb, re) of M (1..4) inputs. Weights packed row-major (groups of more
+// than 128 slots) go to the AVX2 kernel (the same bits).
 template <int M>
 inline void run_rows(const PackedWeight& w, const Int4StagedX& xs, float* y, int rb, int re) {
+  if (!w.int4_interleaved) return gemv_int4_avx2(w, &xs, M, y, rb, re);
   switch (w.group_len) {
-    case 32: small_rows<M, 0, true>(w, xs, y, rb, re); return;
-    case 64: small_rows<M, 1, false>(w, xs, y, rb, re); return;
-    case 96: small_rows<M, 1, true>(w, xs, y, rb, re); return;
-    case 128: small_rows<M, 2, false>(w, xs, y, rb, re); return;
-    default: gemv_int4_avx2(w, &xs, M, y, rb, re); return;
+    case 32: tiles<M, 4>(w, xs, y, rb, re); return;
+    case 64: tiles<M, 8>(w, xs, y, rb, re); return;
+    case 96: tiles<M, 12>(w, xs, y, rb, re); return;
+    default: tiles<M, 16>(w, xs, y, rb, re); return;  // 128, kInt4InterleavedMaxGroup
   }
 }
 

@@ -36,14 +36,15 @@ struct PackedWeight {
   int out = 0;
   int in = 0;
   int ld = 0;               // padded row length in elements
-  AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8; int4: [out][ld / 2] bytes
+  AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8; int4: [out][ld / 2] bytes (quant_int4.h)
   std::vector<float> scales;  // int8: per output row
   std::vector<float> bias;    // empty when there is none
   // int4 (layout in quant_int4.h): ld = groups * group_len slots per row,
   // group g in slots [g * group_len, (g + 1) * group_len).
   int groups = 0;
   int group_len = 0;                    // multiple of 32
-  std::vector<uint16_t> group_scale;    // IEEE half, in row blocks of 8 (int4_param_index)
+  bool int4_interleaved = false;        // rows in tiles of 16 (the VNNI kernel's layout)
+  std::vector<uint16_t> group_scale;    // IEEE half, in row blocks (int4_param_index)
   std::vector<uint8_t> group_zero;      // the same layout
   std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
                                         // empty when slot c is input c (padding only at the end)
@@ -74,6 +75,7 @@ struct PackedWeight {
   }
   template <class T>
   const T* row(int r) const { return data.as<T>() + static_cast<size_t>(r) * ld; }
+  // int4 row r in the row-major layout (not int4_interleaved).
   const uint8_t* int4_row(int r) const { return data.as<uint8_t>() + static_cast<size_t>(r) * (ld / 2); }
 };
 

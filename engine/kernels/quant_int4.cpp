@@ -29,6 +29,29 @@ int nibble_of_slot(const PackedWeight& w, int s) {
   return g * w.group_len + nibble_in_group(s % w.group_len, w.group_len);
 }
 
+// Where slot s of a row sits: byte `offset` from the row's base
+// (row_base), in the high nibble when `high`.
+struct NibblePlace {
+  size_t offset = 0;
+  bool high = false;
+};
+
+NibblePlace nibble_place(const PackedWeight& w, int s) {
+  if (w.int4_interleaved) return {static_cast<size_t>(s / 8) * 4 * kInt4TileRows + s % 4, s % 8 >= 4};
+  const int n = nibble_of_slot(w, s);
+  return {static_cast<size_t>(n >> 1), (n & 1) != 0};
+}
+
+// Byte offset of row r's base in w.data: its own bytes (row-major), or its
+// four-byte column of every 64-byte run of its tile (interleaved).
+size_t row_offset(const PackedWeight& w, int r) {
+  const size_t row_bytes = w.ld / 2;
+  if (!w.int4_interleaved) return r * row_bytes;
+  return static_cast<size_t>(r / kInt4TileRows) * kInt4TileRows * row_bytes + 4 * (r % kInt4TileRows);
+}
+
+const uint8_t* row_base(const PackedWeight& w, int r) { return w.data.as<uint8_t>() + row_offset(w, r); }
+
 bool same_groups(const Int4Rows& a, const Int4Rows& b, int in) {
   if (a.groups != b.groups) return false;
   return a.group_of == b.group_of || std::equal(a.group_of, a.group_of + in, b.group_of);
@@ -105,7 +128,7 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   w.group_len = (most + 31) / 32 * 32;
   w.ld = w.groups * w.group_len;
   // Slot of every input: its group's next free slot, inputs in ascending order.
-  std::vector<int> fill(w.groups, 0), nibble(in);
+  std::vector<int> fill(w.groups, 0), slot_of(in);
   bool identity = true;
   std::vector<int32_t> slot_input(w.ld, -1);
   for (int c = 0; c < in; ++c) {
@@ -113,20 +136,24 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
     const int slot = g * w.group_len + fill[g]++;
     identity = identity && slot == c;
     slot_input[slot] = c;
-    nibble[c] = nibble_of_slot(w, slot);
+    slot_of[c] = slot;
   }
   if (!identity) w.slot_input = std::move(slot_input);
-  w.data.resize(static_cast<size_t>(w.out) * w.ld / 2);
-  const size_t params = static_cast<size_t>((w.out + kInt4RowBlock - 1) / kInt4RowBlock) * kInt4RowBlock * w.groups;
-  w.group_scale.assign(params, 0);
-  w.group_zero.assign(params, 0);
+  w.int4_interleaved = w.use_int8_dot && w.group_len <= kInt4InterleavedMaxGroup;
+  std::vector<NibblePlace> place(in);
+  for (int c = 0; c < in; ++c) place[c] = nibble_place(w, slot_of[c]);
+  const int param_rows = int4_param_rows(w);
+  const size_t padded_rows = static_cast<size_t>((w.out + param_rows - 1) / param_rows) * param_rows;
+  w.data.resize((w.int4_interleaved ? padded_rows : static_cast<size_t>(w.out)) * w.ld / 2);
+  w.group_scale.assign(padded_rows * w.groups, 0);
+  w.group_zero.assign(padded_rows * w.groups, 0);
   int r = 0;
   for (const auto& block : blocks) {
     const Int4Rows& src = *block.int4;
     for (int i = 0; i < block.rows; ++i, ++r) {
-      uint8_t* dst = w.data.as<uint8_t>() + static_cast<size_t>(r) * (w.ld / 2);
+      uint8_t* dst = w.data.as<uint8_t>() + row_offset(w, r);
       const uint8_t* q = src.q + static_cast<size_t>(i) * in;
-      for (int c = 0; c < in; ++c) dst[nibble[c] >> 1] |= static_cast<uint8_t>((q[c] & 15) << (4 * (nibble[c] & 1)));
+      for (int c = 0; c < in; ++c) dst[place[c].offset] |= static_cast<uint8_t>((q[c] & 15) << (place[c].high ? 4 : 0));
       for (int g = 0; g < w.groups; ++g) {
         w.group_scale[int4_param_index(w, r, g)] = src.scale_f16[static_cast<size_t>(i) * w.groups + g];
         w.group_zero[int4_param_index(w, r, g)] = src.zero[static_cast<size_t>(i) * w.groups + g];
@@ -135,9 +162,9 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
 }
 
-uint8_t int4_nibble(const PackedWeight& w, const uint8_t* row, int s) {
-  const int n = nibble_of_slot(w, s);
-  return (row[n >> 1] >> (4 * (n & 1))) & 15;
+uint8_t int4_nibble(const PackedWeight& w, int r, int s) {
+  const NibblePlace place = nibble_place(w, s);
+  return (row_base(w, r)[place.offset] >> (place.high ? 4 : 0)) & 15;
 }
 
 namespace {
@@ -164,9 +191,29 @@ __attribute__((target("avx2"))) void dequantize_unit_avx2(const uint8_t* b, int 
   }
 }
 
-}  // namespace
+// Row r of the interleaved layout (a group_len a multiple of 32), eight
+// slots per four bytes: the bytes widened twice to int32 lanes, the second
+// four shifted to their high nibbles. The row-major path's operations, so
+// the same floats.
+__attribute__((target("avx2"))) void dequantize_interleaved_avx2(const PackedWeight& w, int r, float* dst) {
+  const uint8_t* base = row_base(w, r);
+  const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  const __m256i low4 = _mm256_set1_epi32(15);
+  for (int g = 0; g < w.groups; ++g) {
+    const size_t sg = int4_param_index(w, r, g);
+    const __m256 zv = _mm256_set1_ps(w.group_zero[sg]);
+    const __m256 sv = _mm256_set1_ps(f16_to_f32(w.group_scale[sg]));
+    for (int s = g * w.group_len; s < (g + 1) * w.group_len; s += 8) {
+      int32_t four;
+      std::memcpy(&four, base + static_cast<size_t>(s / 8) * 4 * kInt4TileRows, sizeof(four));
+      const __m256i bytes = _mm256_cvtepu8_epi32(_mm_set1_epi32(four));
+      const __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(bytes, shifts), low4));
+      _mm256_storeu_ps(dst + s, _mm256_mul_ps(_mm256_sub_ps(q, zv), sv));
+    }
+  }
+}
 
-void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
+void dequantize_row_major(const PackedWeight& w, int r, float* dst) {
   const uint8_t* row = w.int4_row(r);
   const auto unit = w.isa >= Isa::avx2 ? dequantize_unit_avx2 : dequantize_unit;
   for (int g = 0; g < w.groups; ++g) {
@@ -178,6 +225,14 @@ void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
     // Units as the layout cuts them: low nibbles first, then the high ones.
     for (int o = 0; o < w.group_len; o += 64) unit(bytes + o / 2, std::min(64, w.group_len - o) / 2, z, s, out + o);
   }
+}
+
+}  // namespace
+
+void int4_dequantize_slots(const PackedWeight& w, int r, float* dst) {
+  // Only the VNNI kernel's weights are interleaved: the CPU has AVX2.
+  if (w.int4_interleaved) dequantize_interleaved_avx2(w, r, dst);
+  else dequantize_row_major(w, r, dst);
   if (!w.slot_input.empty()) {
     for (int s = 0; s < w.ld; ++s) {
       if (w.slot_input[s] < 0) dst[s] = 0.0f;
