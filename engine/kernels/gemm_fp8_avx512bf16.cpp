@@ -21,8 +21,8 @@ namespace {
 
 using namespace fp8_avx512bf16_dot;
 
-constexpr int kXRows = 4;  // inputs per microkernel
-constexpr int kWRows = 2;  // weight rows per microkernel: 16 block accumulators, 8 totals
+constexpr int kXRows = 3;  // inputs per microkernel
+constexpr int kWRows = 2;  // weight rows per microkernel: 12 block accumulators, 6 totals
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a converted panel
 constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
 
