@@ -42,7 +42,40 @@ XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y,
   for (int r = rb; r < re; ++r) row_kernel<M>(w, x, y, r, table);
 }
 
+// Even (or odd) elements of a 32-float pair of vectors: index table for
+// permutex2var over (lo, hi).
+XFT_AVX512BF16 inline __m512i pick_every_other(int first) {
+  alignas(64) int32_t index[16];
+  for (int k = 0; k < 16; ++k) index[k] = first + 2 * k;
+  return _mm512_load_si512(index);
+}
+
 }  // namespace
+
+XFT_AVX512BF16 void stage_x_fp8_avx512bf16(const PackedWeight& w, const float* x, int m, uint16_t* dst) {
+  const __m512i even = pick_every_other(0), odd = pick_every_other(1);
+  const __m512 x_scale = _mm512_set1_ps(kFp8XScale);
+  for (int r = 0; r < m; ++r) {
+    const float* src = x + static_cast<size_t>(r) * w.in;
+    uint16_t* row = dst + static_cast<size_t>(r) * w.ld;
+    for (int chunk = 0; chunk < w.ld; chunk += kChunk) {
+      __m512 v[4];
+      for (int k = 0; k < 4; ++k) {
+        const int c = chunk + 16 * k;
+        const int valid = w.in - c <= 0 ? 0 : w.in - c >= 16 ? 16 : w.in - c;  // zero past the row's end
+        const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+        v[k] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, src + c), x_scale);
+      }
+      // cvtne2ps: the second operand's 16 values become the low 16 words.
+      const __m512bh evens = _mm512_cvtne2ps_pbh(_mm512_permutex2var_ps(v[2], even, v[3]),
+                                                 _mm512_permutex2var_ps(v[0], even, v[1]));
+      const __m512bh odds = _mm512_cvtne2ps_pbh(_mm512_permutex2var_ps(v[2], odd, v[3]),
+                                                _mm512_permutex2var_ps(v[0], odd, v[1]));
+      _mm512_store_si512(row + chunk, (__m512i)evens);
+      _mm512_store_si512(row + chunk + 32, (__m512i)odds);
+    }
+  }
+}
 
 void gemv_fp8_avx512bf16(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
   const uint16_t* xb = static_cast<const uint16_t*>(x);

@@ -11,12 +11,13 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/fp8.h"
 #include "engine/kernels/linear.h"
+#include "engine/kernels/ops.h"
 #include "tests/unit/engine/kernels_test_support.h"
 
 namespace xft::engine {
@@ -309,6 +310,39 @@ TEST(KernelsFp8, Avx512Bf16GemmOfAnyRowRangeEqualsTheDecodeKernelOnOneInput) {
           }
         }
       }
+    }
+  }
+}
+
+// x for vdpbf16ps: each input times 2^64 rounded to bf16 (nearest even, NaN
+// kept quiet), each 64-input chunk as its 32 even inputs then its 32 odd
+// ones, zero past the row's end; written out here input by input.
+TEST(KernelsFp8, StagedXForVdpbf16psIsEachInputTimes2To64InEvenThenOddLanes) {
+  if (!use_avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const int in = 200, out = 8, m = 3;
+  std::mt19937 rng(9);
+  Fp8Block b = random_block(out, in, 128, 128, false, rng);
+  LinearBlock view;
+  view.fp8 = &b.view;
+  view.rows = b.rows;
+  const Linear linear({view}, in, WeightFormat::fp8);
+  const PackedWeight& w = linear.packed();
+  ASSERT_TRUE(w.use_bf16_dot);
+  std::uniform_real_distribution<float> xd(-3.0f, 3.0f);
+  std::vector<float> x(size_t(m) * in);
+  for (auto& v : x) v = xd(rng);
+  x[1] = std::nanf("");
+  x[2] = 1e30f;  // times 2^64: infinity
+  x[3] = 1e-40f;  // subnormal input, normal once scaled
+  x[4] = -0.0f;
+  AlignedBuffer buffer;
+  const uint16_t* staged = static_cast<const uint16_t*>(stage_x_fp8(w, x.data(), m, buffer));
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < w.ld; ++c) {
+      const int chunk = c / 64 * 64, i = c % 64;
+      const int lane = chunk + (i % 2) * 32 + i / 2;
+      const uint16_t expected = c < in ? f32_to_bf16(x[size_t(r) * in + c] * 0x1p64f) : 0;
+      ASSERT_EQ(staged[size_t(r) * w.ld + lane], expected) << "row " << r << " input " << c;
     }
   }
 }
