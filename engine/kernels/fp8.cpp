@@ -108,28 +108,12 @@ void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
 }
 
-namespace {
-
-const void* stage_x_fp8_bf16(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
-  buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(uint16_t));
-  for (int r = 0; r < m; ++r) {
-    const float* src = x + static_cast<size_t>(r) * w.in;
-    uint16_t* dst = buffer.as<uint16_t>() + static_cast<size_t>(r) * w.ld;
-    for (int chunk = 0; chunk < w.ld; chunk += kRowAlign) {
-      for (int i = 0; i < kRowAlign; ++i) {
-        const int c = chunk + i;
-        const int lane = (i % 2) * (kRowAlign / 2) + i / 2;
-        dst[chunk + lane] = c < w.in ? f32_to_bf16(src[c] * kFp8XScale) : 0;
-      }
-    }
-  }
-  return buffer.as<void>();
-}
-
-}  // namespace
-
 const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
-  if (w.use_bf16_dot) return stage_x_fp8_bf16(w, x, m, buffer);
+  if (w.use_bf16_dot) {  // only where the CPU has AVX512-BF16
+    buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(uint16_t));
+    stage_x_fp8_avx512bf16(w, x, m, buffer.as<uint16_t>());
+    return buffer.as<void>();
+  }
   buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(float));
   for (int r = 0; r < m; ++r) {
     const float* src = x + static_cast<size_t>(r) * w.in;

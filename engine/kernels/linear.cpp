@@ -283,6 +283,7 @@ Gemm pick_gemm(GemvKernel gemv) {
   if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
   if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
   if (gemv == gemv_int4_vnni) return {gemm_int4_vnni, gemm_int4_vnni_panel_rows};
+  if (gemv == gemv_fp8_avx512bf16) return {gemm_fp8_avx512bf16, gemm_fp8_avx512bf16_panel_rows};
   return {};
 }
 

@@ -159,6 +159,11 @@ void gemv_fp8_scalar(const PackedWeight& w, const void* x, int m, float* y, int 
 void gemv_fp8_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_fp8_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_fp8_avx512bf16(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+// Its batch-invariant GEMM (any m, each input bit for bit gemv_fp8_avx512bf16's
+// alone), fastest with gemm_fp8_avx512bf16_panel_rows(w) rows per call (the
+// rows it converts to bf16 at once).
+void gemm_fp8_avx512bf16(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
+int gemm_fp8_avx512bf16_panel_rows(const PackedWeight& w);
 
 // Prefill: returns false when oneDNN cannot run this shape (caller falls back).
 // Uses bf16 matmul when onednn_bf16_matmul_available() (declared in linear.h),

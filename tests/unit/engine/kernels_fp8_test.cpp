@@ -2,8 +2,9 @@
 // checkpoints store them): the e4m3 conversions, and every decode kernel
 // this CPU has (scalar, AVX2, AVX-512) against a double-precision reference
 // on random bytes and scales, partial edge blocks and fused blocks included;
-// a row's result must not depend on what shares the call. On an AVX512-BF16
-// CPU the AVX-512F kernel (float x) runs as well as the vdpbf16ps one.
+// a row's result must not depend on what shares the call (the AVX512-BF16
+// GEMM above kGemvMaxRows inputs included). On an AVX512-BF16 CPU the
+// AVX-512F kernel (float x) runs as well as the vdpbf16ps one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +12,12 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/fp8.h"
 #include "engine/kernels/linear.h"
+#include "engine/kernels/ops.h"
 #include "tests/unit/engine/kernels_test_support.h"
 
 namespace xft::engine {
@@ -151,7 +154,8 @@ TEST(KernelsFp8, EveryKernelMatchesDoubleReferenceWithPartialBlocksAndFusedRows)
         EXPECT_EQ(linear.weight_bytes(), size_t(out) * ((s.in + 63) / 64 * 64) + scales * sizeof(float));
 
         std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
-        for (int m : {1, 2, 3, 4, 7}) {
+        // Above kGemvMaxRows inputs the batch-invariant GEMM where the CPU has one.
+        for (int m : {1, 2, 3, 4, 5, 7, 13}) {
           std::vector<float> x(size_t(m) * s.in);
           for (auto& v : x) v = xd(rng);
           std::vector<float> y(size_t(m) * out, std::nanf(""));
@@ -257,6 +261,89 @@ TEST(KernelsFp8, FloatRowsQuantizeAtLoadInBlocksOf128) {
       magnitude += std::fabs(double(x[c]) * expected[size_t(r) * in + c]);
     }
     ASSERT_NEAR(y[r], ref, (rounding + 2.0 * in * 6e-8 + 1e-6) * magnitude + 1e-6) << r;
+  }
+}
+
+// The AVX512-BF16 GEMM on any row range (panels cut anywhere, a lone last
+// row, more rows than one panel) gives each input, bit for bit, what the
+// decode kernel gives it alone; random codes put e4m3 subnormals in most
+// chunks, and the 32x64 blocks give several scale rows per panel.
+TEST(KernelsFp8, Avx512Bf16GemmOfAnyRowRangeEqualsTheDecodeKernelOnOneInput) {
+  if (!use_avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  IsaScope scope(Isa::avx512, true);
+  std::mt19937 rng(5);
+  const int in = 1000;
+  for (const bool rare_subnormals : {false, true}) {
+    std::vector<Fp8Block> blocks;  // moved in: each view keeps pointing at its block's bytes
+    blocks.push_back(random_block(150, in, 32, 64, rare_subnormals, rng));
+    blocks.push_back(random_block(33, in, 128, 64, rare_subnormals, rng));
+    std::vector<LinearBlock> views;
+    for (const Fp8Block& b : blocks) {
+      LinearBlock view;
+      view.fp8 = &b.view;
+      view.rows = b.rows;
+      view.bias = b.bias.data();
+      views.push_back(view);
+    }
+    const Linear linear(views, in, WeightFormat::fp8);
+    const PackedWeight& w = linear.packed();
+    ASSERT_TRUE(w.use_bf16_dot);
+    const int panel = gemm_fp8_avx512bf16_panel_rows(w);
+    ASSERT_LT(panel, w.out);
+    std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+    for (int m : {1, 2, 4, 5, 6, 9, 11}) {
+      std::vector<float> x(size_t(m) * in);
+      for (auto& v : x) v = xd(rng);
+      AlignedBuffer staged_all, staged_one;
+      const void* staged = stage_x_fp8(w, x.data(), m, staged_all);
+      for (const auto& [rb, re] : {std::pair{0, w.out}, std::pair{1, panel + 2}, std::pair{w.out - 1, w.out}}) {
+        std::vector<float> y(size_t(m) * w.out, std::nanf("")), alone(w.out);
+        gemm_fp8_avx512bf16(w, staged, m, y.data(), rb, re);
+        for (int i = 0; i < m; ++i) {
+          const void* one = stage_x_fp8(w, x.data() + size_t(i) * in, 1, staged_one);
+          gemv_fp8_avx512bf16(w, one, 1, alone.data(), rb, re);
+          for (int r = rb; r < re; ++r) {
+            const float got = y[size_t(i) * w.out + r];
+            ASSERT_EQ(std::memcmp(&got, &alone[r], sizeof(float)), 0)
+                << "m=" << m << " rows [" << rb << ", " << re << ") input " << i << " row " << r << ": " << got
+                << " vs " << alone[r];
+          }
+        }
+      }
+    }
+  }
+}
+
+// x for vdpbf16ps: each input times 2^64 rounded to bf16 (nearest even, NaN
+// kept quiet), each 64-input chunk as its 32 even inputs then its 32 odd
+// ones, zero past the row's end; written out here input by input.
+TEST(KernelsFp8, StagedXForVdpbf16psIsEachInputTimes2To64InEvenThenOddLanes) {
+  if (!use_avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  const int in = 200, out = 8, m = 3;
+  std::mt19937 rng(9);
+  Fp8Block b = random_block(out, in, 128, 128, false, rng);
+  LinearBlock view;
+  view.fp8 = &b.view;
+  view.rows = b.rows;
+  const Linear linear({view}, in, WeightFormat::fp8);
+  const PackedWeight& w = linear.packed();
+  ASSERT_TRUE(w.use_bf16_dot);
+  std::uniform_real_distribution<float> xd(-3.0f, 3.0f);
+  std::vector<float> x(size_t(m) * in);
+  for (auto& v : x) v = xd(rng);
+  x[1] = std::nanf("");
+  x[2] = 1e30f;  // times 2^64: infinity
+  x[3] = 1e-40f;  // subnormal input, normal once scaled
+  x[4] = -0.0f;
+  AlignedBuffer buffer;
+  const uint16_t* staged = static_cast<const uint16_t*>(stage_x_fp8(w, x.data(), m, buffer));
+  for (int r = 0; r < m; ++r) {
+    for (int c = 0; c < w.ld; ++c) {
+      const int chunk = c / 64 * 64, i = c % 64;
+      const int lane = chunk + (i % 2) * 32 + i / 2;
+      const uint16_t expected = c < in ? f32_to_bf16(x[size_t(r) * in + c] * 0x1p64f) : 0;
+      ASSERT_EQ(staged[size_t(r) * w.ld + lane], expected) << "row " << r << " input " << c;
+    }
   }
 }
 

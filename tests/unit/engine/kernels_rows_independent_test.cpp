@@ -33,7 +33,8 @@ int rows_unlike_alone(const Linear& linear, const std::vector<float>& x, int m, 
 
 // Odd shapes: padding (200 -> 256), rows already padded (320: no staging
 // copy, K blocks of the AVX2 GEMM with a short last one; 1300: 1..3 int8
-// blocks after the last four, several int4 groups and K blocks), uneven
+// blocks after the last four, several int4 groups and K blocks, fp8 column
+// blocks of 128 with a last one of 64), uneven
 // thread and panel splits (150 rows: more than one panel of the GEMMs);
 // batches below, at and above kGemvMaxRows, GEMM tails.
 TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndIsa) {
@@ -47,7 +48,7 @@ TEST(KernelsRowsIndependent, EveryGemvRowEqualsTheSameRowAloneForEveryFormatAndI
     for (Isa isa : available_isas()) {
       IsaScope scope(isa);
       for (WeightFormat format : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::f16, WeightFormat::int8,
-                                  WeightFormat::int4}) {
+                                  WeightFormat::int4, WeightFormat::fp8}) {
         for (Int4Dot dot : available_int4_dots(format == WeightFormat::int4 ? isa : Isa::scalar)) {
           Int4DotScope dot_scope(dot);
           Linear linear(weight.data(), shape.out, shape.in, format, bias.data());

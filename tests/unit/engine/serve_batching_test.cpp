@@ -104,6 +104,22 @@ TEST_P(ChunkedPrefillMoe, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone)
 
 INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillMoe, ::testing::Values(7, 64));
 
+// The same contract with FP8 weights (quantized at load in 128x128 blocks),
+// dense and MoE: prompt chunks above kGemvMaxRows rows run the fp8 GEMM on
+// AVX512-BF16, decode steps the fp8 decode kernel.
+class ChunkedPrefillFp8 : public ::testing::TestWithParam<Architecture> {};
+
+TEST_P(ChunkedPrefillFp8, LongPromptsJoiningAtDifferentStepsGetTheirTokensAlone) {
+  TinyModel t = testing::tiny_model(11, true, kContext, GetParam(), WeightFormat::fp8);
+  ASSERT_EQ(t.model->kernel_name().rfind("fp8/", 0), 0u) << t.model->kernel_name();
+  check_requests_get_their_tokens_alone(t, 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServeBatching, ChunkedPrefillFp8, ::testing::Values(Architecture::qwen3, Architecture::qwen3_moe),
+                         [](const ::testing::TestParamInfo<Architecture>& info) {
+                           return info.param == Architecture::qwen3 ? std::string("dense") : std::string("moe");
+                         });
+
 // The same contract on the AMX kernels of each format (decode and prefill
 // rows alike on the tiles), run on the tile emulator so every machine checks it.
 class ChunkedPrefillEmulatedAmx : public ::testing::TestWithParam<WeightFormat> {};
