@@ -13,10 +13,8 @@
 //    the cores to ourselves).
 // Usage: bench_moe [--threads N] [--dtype bf16|int8|int4|fp8] [--experts E] [--topk K]
 //                  [--hidden H] [--width I] [--tokens T] [--rounds R]
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,12 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/kernels/aligned_buffer.h"
+#include "bench/bench_common.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/thread_pool.h"
 
 using namespace xft::engine;
+using namespace xft::bench;
 
 namespace {
 
@@ -38,38 +37,6 @@ struct Options {
   std::string dtype = "bf16";
   int experts = 128, topk = 8, hidden = 2048, width = 768, tokens = 512, rounds = 10;
 };
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct Timing {
-  double wall = 0, cpu_per_thread = 0;
-};
-
-template <class F>
-Timing timed(ThreadPool& pool, F&& body) {
-  std::vector<double> before(pool.size()), after(pool.size());
-  pool.run([&](int tid, int) { before[tid] = thread_cpu_seconds(); });
-  const double t0 = now_seconds();
-  body();
-  const double t1 = now_seconds();
-  pool.run([&](int tid, int) { after[tid] = thread_cpu_seconds(); });
-  double cpu = 0;
-  for (int i = 0; i < pool.size(); ++i) cpu += after[i] - before[i];
-  return Timing{t1 - t0, cpu / pool.size()};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 // Weights in [-1, 1) from a cheap generator: the kernels' speed does not
 // depend on the values, and 400 M normal draws would take longer than the run.
@@ -85,38 +52,6 @@ std::vector<float> random_matrix(size_t n, uint64_t seed) {
 
 struct Expert {
   Linear gate_up, down;
-};
-
-// Reads 1 GiB with every pool thread: the bandwidth of the moment.
-class ReadPass {
- public:
-  explicit ReadPass(ThreadPool& pool) : pool_(pool), buffers_(pool.size()), sums_(pool.size()) {
-    per_thread_ = (size_t(1) << 30) / pool.size() / 4;
-    pool.run([&](int tid, int) {
-      buffers_[tid].resize(per_thread_ * sizeof(float));
-      float* p = buffers_[tid].as<float>();
-      for (size_t i = 0; i < per_thread_; ++i) p[i] = 1.0f;
-    });
-  }
-  double gbps() {
-    const double t0 = now_seconds();
-    pool_.run([&](int tid, int) {
-      const float* p = buffers_[tid].as<float>();
-      float a[16] = {};
-      for (size_t i = 0; i < per_thread_; i += 16)
-        for (int j = 0; j < 16; ++j) a[j] += p[i + j];
-      sums_[tid] = a[0] + a[15];
-    });
-    const double t = now_seconds() - t0;
-    if (sums_[0] < 0) std::printf(" ");  // keeps the sums alive
-    return double(per_thread_) * 4 * pool_.size() / t / 1e9;
-  }
-
- private:
-  ThreadPool& pool_;
-  std::vector<AlignedBuffer> buffers_;
-  std::vector<float> sums_;
-  size_t per_thread_ = 0;
 };
 
 // The rows of each expert: token t's k choices, grouped by expert, tokens ascending.
@@ -242,7 +177,7 @@ int main(int argc, char** argv) {
   std::printf("experts: %d x (gate/up %dx%d, down %dx%d), %s (%s), top %d, %d threads; %.1f MB per expert\n",
               opt.experts, 2 * opt.width, opt.hidden, opt.hidden, opt.width, opt.dtype.c_str(),
               experts[0].gate_up.kernel_name().c_str(), opt.topk, opt.threads, expert_bytes / 1e6);
-  ReadPass read(pool);
+  ReadProbe read(pool, 1.0);  // 1 GiB: the bandwidth of the moment
   std::mt19937 rng(7);
   Scratch scratch;
 
@@ -256,7 +191,7 @@ int main(int argc, char** argv) {
       const double t0 = now_seconds();
       run_experts(experts, r, x1.data(), opt, s, scratch, pool);
       const double t = now_seconds() - t0;
-      const double gbps = read.gbps();
+      const double gbps = read.pass_gbps();
       pass_gbps.push_back(gbps);
       (s == Schedule::grouped ? grouped_ms : per_expert_ms).push_back(t * 1e3);
       (s == Schedule::grouped ? grouped_paired : per_expert_paired).push_back(active / t / 1e9 / gbps);
