@@ -494,6 +494,14 @@ void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
   else forward_matmul(x, m, y, pool);
 }
 
+size_t Linear::data_bytes() const { return packed_ ? packed_->data.size() : 0; }
+
+void Linear::move_data_into(unsigned char* into) {
+  const size_t bytes = packed_->data.size();
+  std::memcpy(into, packed_->data.as<unsigned char>(), bytes);
+  packed_->data = AlignedBuffer::borrowed(into, bytes);
+}
+
 void forward_gemv_grouped(std::span<const GroupedProjection> projections, ThreadPool& pool) {
   // Staged inputs live until the region ends, one buffer per projection
   // (x_scratch() holds one); kept across calls so decode allocates nothing.

@@ -80,11 +80,24 @@ Expected<MixtureOfExperts> MixtureOfExperts::load(const WeightSource& weights, c
   if (!router) return router.error();
   block.router_ = std::move(*router);
   block.experts_.reserve(moe.experts);
+  size_t expert_bytes = 0;
   for (int e = 0; e < moe.experts; ++e) {
     const std::string expert = prefix + "experts." + std::to_string(e) + ".";
     auto mlp = DenseMlp::load(weights, expert + "gate_proj", expert + "up_proj", expert + "down_proj",
                               partition.expert, moe.expert_intermediate, format);
     if (!mlp) return mlp.error();
+    // Each expert's weights go into the layer's arena as soon as they are
+    // packed, so a load holds one expert twice at most.
+    if (e == 0) {
+      expert_bytes = mlp->data_bytes();
+      block.expert_data_.resize(expert_bytes * moe.experts);
+    }
+    if (mlp->data_bytes() != expert_bytes) {
+      return make_error("tensor " + expert + "*: packed to " + std::to_string(mlp->data_bytes()) +
+                        " bytes where expert 0 took " + std::to_string(expert_bytes) +
+                        " (every expert of a layer must have one shape and format)");
+    }
+    mlp->move_data_into(block.expert_data_.as<unsigned char>() + e * expert_bytes);
     block.experts_.push_back(std::move(*mlp));
   }
   if (moe.shared_expert_intermediate > 0) {
