@@ -6,7 +6,9 @@
 //    round so that none finds another's experts in cache): one parallel
 //    region per expert and projection (16 fork/joins), forward_gemv_grouped
 //    (2) on experts allocated one by one, and forward_gemv_grouped on the
-//    same experts moved into one arena, as MixtureOfExperts keeps them; each
+//    same experts moved into one arena, as MixtureOfExperts keeps them, then
+//    also with x staged once for all gate/up projections (as the block runs
+//    a decode step), x staged per expert before; each
 //    against a read pass over 1 GiB right after it (active bytes per second
 //    / that pass's GB/s: the "paired" fraction bench_roofline prints) and by
 //    its fastest round ("best", GB/s);
@@ -109,7 +111,10 @@ struct Scratch {
   std::vector<GroupedProjection> calls;
 };
 
-enum class Schedule { per_expert_forward, per_expert_gemv, grouped };
+// grouped_one_row: a decode token's x itself as every chosen expert's input,
+// as MixtureOfExperts passes it (forward_gemv_grouped stages it once); grouped
+// gives each expert its own copy of its rows (staged once per expert).
+enum class Schedule { per_expert_forward, per_expert_gemv, grouped, grouped_one_row };
 
 void run_experts(const std::vector<Expert>& experts, const Routing& r, const float* x, const Options& opt,
                  Schedule schedule, Scratch& s, ThreadPool& pool) {
@@ -119,11 +124,12 @@ void run_experts(const std::vector<Expert>& experts, const Routing& r, const flo
   s.act.resize(rows * w);
   s.out.resize(rows * h);
   for (size_t i = 0; i < rows; ++i) std::memcpy(&s.rows_in[i * h], x + r.tokens[i] * h, h * sizeof(float));
-  if (schedule == Schedule::grouped) {
+  if (schedule == Schedule::grouped || schedule == Schedule::grouped_one_row) {
+    const bool one_row = schedule == Schedule::grouped_one_row && r.tokens.size() == size_t(opt.topk);
     s.calls.clear();
     for (int e = 0; e < opt.experts; ++e) {
       const int b = r.starts[e], n = r.starts[e + 1] - b;
-      if (n) s.calls.push_back({&experts[e].gate_up, &s.rows_in[b * h], n, &s.gate_up[b * 2 * w]});
+      if (n) s.calls.push_back({&experts[e].gate_up, one_row ? x : &s.rows_in[b * h], n, &s.gate_up[b * 2 * w]});
     }
     forward_gemv_grouped(s.calls, pool);
     silu_mul_fused(s.gate_up.data(), static_cast<int>(rows), opt.width, s.act.data());
@@ -214,7 +220,8 @@ int main(int argc, char** argv) {
   std::snprintf(per_expert_name, sizeof per_expert_name, "per expert (%d regions)", 2 * opt.topk);
   DecodeSchedule decode[] = {{per_expert_name, &experts, Schedule::per_expert_gemv, {}, {}},
                              {"grouped (2 regions)", &experts, Schedule::grouped, {}, {}},
-                             {"grouped, one arena", &arena_experts, Schedule::grouped, {}, {}}};
+                             {"grouped, one arena", &arena_experts, Schedule::grouped, {}, {}},
+                             {"arena, x staged once", &arena_experts, Schedule::grouped_one_row, {}, {}}};
   std::vector<double> pass_gbps;
   for (int round = 0; round < opt.rounds * 4; ++round) {
     for (DecodeSchedule& d : decode) {
