@@ -88,6 +88,43 @@ TEST_P(GroupedProjections, ARowsResultDoesNotDependOnItsNeighbours) {
   }
 }
 
+// Projections on one x (a decode token's experts, the shared expert and its
+// f32 gate) stage it once where their layouts agree and again where they
+// do not (another format, another width): each output is still bit for bit
+// its projection alone.
+TEST_P(GroupedProjections, ProjectionsOnOneXGiveTheirOwnBits) {
+  const WeightFormat format = GetParam();
+  std::mt19937 rng(31);
+  struct OnX {
+    int out, in;
+    WeightFormat format;
+  };
+  const std::vector<OnX> shapes = {{96, 128, format}, {80, 128, format}, {16, 128, WeightFormat::f32},
+                                   {48, 128, format}, {32, 256, format}, {40, 256, format}};
+  std::vector<Linear> linears;
+  for (const OnX& s : shapes) {
+    const auto w = random_vector(size_t(s.out) * s.in, rng);
+    linears.emplace_back(w.data(), s.out, s.in, s.format);
+  }
+  ThreadPool pool(2);
+  for (int m : {1, 3, 17}) {
+    const auto x = random_vector(size_t(m) * 256, rng);
+    std::vector<std::vector<float>> alone(shapes.size()), grouped(shapes.size());
+    std::vector<GroupedProjection> calls;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      alone[i].assign(size_t(m) * shapes[i].out, 0.0f);
+      grouped[i].assign(size_t(m) * shapes[i].out, -7.0f);
+      linears[i].forward_gemv(x.data(), m, alone[i].data(), pool);
+      calls.push_back({&linears[i], x.data(), m, grouped[i].data()});
+    }
+    forward_gemv_grouped(calls, pool);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      EXPECT_EQ(0, std::memcmp(alone[i].data(), grouped[i].data(), sizeof(float) * alone[i].size()))
+          << weight_format_name(format) << " m " << m << " projection " << i;
+    }
+  }
+}
+
 TEST_P(GroupedProjections, DataMovedIntoAnArenaGivesTheSameBits) {
   const WeightFormat format = GetParam();
   std::mt19937 rng(23);
