@@ -2,10 +2,16 @@
 // default: 128 experts, top 8, hidden 2048, width 768) under the schedules
 // the block can run them with, alternated round by round so that each pair
 // sees the same machine:
-//  * decode (one token, 8 chosen experts): one parallel region per expert
-//    and projection (16 fork/joins) against forward_gemv_grouped (2), each
+//  * decode (one token, 8 chosen experts, new choices for every schedule and
+//    round so that none finds another's experts in cache): one parallel
+//    region per expert and projection (16 fork/joins), forward_gemv_grouped
+//    (2) on experts allocated one by one, and forward_gemv_grouped on the
+//    same experts moved into one arena, as MixtureOfExperts keeps them, then
+//    also with x staged once for all gate/up projections (as the block runs
+//    a decode step), x staged per expert before; each
 //    against a read pass over 1 GiB right after it (active bytes per second
-//    / that pass's GB/s: the "paired" fraction bench_roofline prints);
+//    / that pass's GB/s: the "paired" fraction bench_roofline prints) and by
+//    its fastest round ("best", GB/s);
 //  * prefill (--tokens rows routed top-k, grouped by expert): per expert
 //    Linear::forward (oneDNN where it has bf16 matmul), per expert
 //    forward_gemv, and forward_gemv_grouped, in GFLOP/s of active FLOPs,
@@ -13,10 +19,7 @@
 //    the cores to ourselves).
 // Usage: bench_moe [--threads N] [--dtype bf16|int8|int4|fp8] [--experts E] [--topk K]
 //                  [--hidden H] [--width I] [--tokens T] [--rounds R]
-#include <time.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,12 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
 #include "engine/kernels/thread_pool.h"
 
 using namespace xft::engine;
+using namespace xft::bench;
 
 namespace {
 
@@ -38,38 +43,6 @@ struct Options {
   std::string dtype = "bf16";
   int experts = 128, topk = 8, hidden = 2048, width = 768, tokens = 512, rounds = 10;
 };
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-struct Timing {
-  double wall = 0, cpu_per_thread = 0;
-};
-
-template <class F>
-Timing timed(ThreadPool& pool, F&& body) {
-  std::vector<double> before(pool.size()), after(pool.size());
-  pool.run([&](int tid, int) { before[tid] = thread_cpu_seconds(); });
-  const double t0 = now_seconds();
-  body();
-  const double t1 = now_seconds();
-  pool.run([&](int tid, int) { after[tid] = thread_cpu_seconds(); });
-  double cpu = 0;
-  for (int i = 0; i < pool.size(); ++i) cpu += after[i] - before[i];
-  return Timing{t1 - t0, cpu / pool.size()};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 // Weights in [-1, 1) from a cheap generator: the kernels' speed does not
 // depend on the values, and 400 M normal draws would take longer than the run.
@@ -87,37 +60,25 @@ struct Expert {
   Linear gate_up, down;
 };
 
-// Reads 1 GiB with every pool thread: the bandwidth of the moment.
-class ReadPass {
- public:
-  explicit ReadPass(ThreadPool& pool) : pool_(pool), buffers_(pool.size()), sums_(pool.size()) {
-    per_thread_ = (size_t(1) << 30) / pool.size() / 4;
-    pool.run([&](int tid, int) {
-      buffers_[tid].resize(per_thread_ * sizeof(float));
-      float* p = buffers_[tid].as<float>();
-      for (size_t i = 0; i < per_thread_; ++i) p[i] = 1.0f;
-    });
+// Packed experts, from a fixed seed per expert; into `arena` (one
+// allocation, expert after expert) when given.
+std::vector<Expert> make_experts(const Options& opt, WeightFormat format, AlignedBuffer* arena) {
+  std::vector<Expert> experts(opt.experts);
+  size_t offset = 0;
+  for (int e = 0; e < opt.experts; ++e) {
+    const auto gate_up = random_matrix(size_t(2) * opt.width * opt.hidden, 2 * e);
+    const auto down = random_matrix(size_t(opt.hidden) * opt.width, 2 * e + 1);
+    experts[e].gate_up = Linear(gate_up.data(), 2 * opt.width, opt.hidden, format);
+    experts[e].down = Linear(down.data(), opt.hidden, opt.width, format);
+    if (!arena) continue;
+    const size_t bytes = experts[e].gate_up.data_bytes() + experts[e].down.data_bytes();
+    if (e == 0) arena->resize(bytes * opt.experts);
+    experts[e].gate_up.move_data_into(arena->as<unsigned char>() + offset);
+    experts[e].down.move_data_into(arena->as<unsigned char>() + offset + experts[e].gate_up.data_bytes());
+    offset += bytes;
   }
-  double gbps() {
-    const double t0 = now_seconds();
-    pool_.run([&](int tid, int) {
-      const float* p = buffers_[tid].as<float>();
-      float a[16] = {};
-      for (size_t i = 0; i < per_thread_; i += 16)
-        for (int j = 0; j < 16; ++j) a[j] += p[i + j];
-      sums_[tid] = a[0] + a[15];
-    });
-    const double t = now_seconds() - t0;
-    if (sums_[0] < 0) std::printf(" ");  // keeps the sums alive
-    return double(per_thread_) * 4 * pool_.size() / t / 1e9;
-  }
-
- private:
-  ThreadPool& pool_;
-  std::vector<AlignedBuffer> buffers_;
-  std::vector<float> sums_;
-  size_t per_thread_ = 0;
-};
+  return experts;
+}
 
 // The rows of each expert: token t's k choices, grouped by expert, tokens ascending.
 struct Routing {
@@ -150,7 +111,10 @@ struct Scratch {
   std::vector<GroupedProjection> calls;
 };
 
-enum class Schedule { per_expert_forward, per_expert_gemv, grouped };
+// grouped_one_row: a decode token's x itself as every chosen expert's input,
+// as MixtureOfExperts passes it (forward_gemv_grouped stages it once); grouped
+// gives each expert its own copy of its rows (staged once per expert).
+enum class Schedule { per_expert_forward, per_expert_gemv, grouped, grouped_one_row };
 
 void run_experts(const std::vector<Expert>& experts, const Routing& r, const float* x, const Options& opt,
                  Schedule schedule, Scratch& s, ThreadPool& pool) {
@@ -160,11 +124,12 @@ void run_experts(const std::vector<Expert>& experts, const Routing& r, const flo
   s.act.resize(rows * w);
   s.out.resize(rows * h);
   for (size_t i = 0; i < rows; ++i) std::memcpy(&s.rows_in[i * h], x + r.tokens[i] * h, h * sizeof(float));
-  if (schedule == Schedule::grouped) {
+  if (schedule == Schedule::grouped || schedule == Schedule::grouped_one_row) {
+    const bool one_row = schedule == Schedule::grouped_one_row && r.tokens.size() == size_t(opt.topk);
     s.calls.clear();
     for (int e = 0; e < opt.experts; ++e) {
       const int b = r.starts[e], n = r.starts[e + 1] - b;
-      if (n) s.calls.push_back({&experts[e].gate_up, &s.rows_in[b * h], n, &s.gate_up[b * 2 * w]});
+      if (n) s.calls.push_back({&experts[e].gate_up, one_row ? x : &s.rows_in[b * h], n, &s.gate_up[b * 2 * w]});
     }
     forward_gemv_grouped(s.calls, pool);
     silu_mul_fused(s.gate_up.data(), static_cast<int>(rows), opt.width, s.act.data());
@@ -231,43 +196,53 @@ int main(int argc, char** argv) {
   std::vector<int> cpus;
   for (int i = 0; i < opt.threads; ++i) cpus.push_back(i);
   ThreadPool pool(opt.threads, cpus);
-  std::vector<Expert> experts(opt.experts);
-  for (int e = 0; e < opt.experts; ++e) {
-    const auto gate_up = random_matrix(size_t(2) * opt.width * opt.hidden, 2 * e);
-    const auto down = random_matrix(size_t(opt.hidden) * opt.width, 2 * e + 1);
-    experts[e].gate_up = Linear(gate_up.data(), 2 * opt.width, opt.hidden, format);
-    experts[e].down = Linear(down.data(), opt.hidden, opt.width, format);
-  }
+  const std::vector<Expert> experts = make_experts(opt, format, nullptr);
+  AlignedBuffer arena;
+  const std::vector<Expert> arena_experts = make_experts(opt, format, &arena);
   const double expert_bytes = double(experts[0].gate_up.weight_bytes() + experts[0].down.weight_bytes());
   std::printf("experts: %d x (gate/up %dx%d, down %dx%d), %s (%s), top %d, %d threads; %.1f MB per expert\n",
               opt.experts, 2 * opt.width, opt.hidden, opt.hidden, opt.width, opt.dtype.c_str(),
               experts[0].gate_up.kernel_name().c_str(), opt.topk, opt.threads, expert_bytes / 1e6);
-  ReadPass read(pool);
+  ReadProbe read(pool, 1.0);  // 1 GiB: the bandwidth of the moment
   std::mt19937 rng(7);
   Scratch scratch;
 
-  // Decode: a new token and new choices each round, both schedules on it.
+  // Decode: a new token each round, each schedule on choices of its own.
   const auto x1 = random_matrix(opt.hidden, 99);
-  std::vector<double> per_expert_ms, grouped_ms, per_expert_paired, grouped_paired, pass_gbps;
   const double active = opt.topk * expert_bytes;
+  struct DecodeSchedule {
+    const char* name;
+    const std::vector<Expert>* experts;
+    Schedule schedule;
+    std::vector<double> ms, paired;
+  };
+  char per_expert_name[64];
+  std::snprintf(per_expert_name, sizeof per_expert_name, "per expert (%d regions)", 2 * opt.topk);
+  DecodeSchedule decode[] = {{per_expert_name, &experts, Schedule::per_expert_gemv, {}, {}},
+                             {"grouped (2 regions)", &experts, Schedule::grouped, {}, {}},
+                             {"grouped, one arena", &arena_experts, Schedule::grouped, {}, {}},
+                             {"arena, x staged once", &arena_experts, Schedule::grouped_one_row, {}, {}}};
+  std::vector<double> pass_gbps;
   for (int round = 0; round < opt.rounds * 4; ++round) {
-    const Routing r = route(opt, 1, rng);
-    for (Schedule s : {Schedule::per_expert_gemv, Schedule::grouped}) {
+    for (DecodeSchedule& d : decode) {
+      const Routing r = route(opt, 1, rng);
       const double t0 = now_seconds();
-      run_experts(experts, r, x1.data(), opt, s, scratch, pool);
+      run_experts(*d.experts, r, x1.data(), opt, d.schedule, scratch, pool);
       const double t = now_seconds() - t0;
-      const double gbps = read.gbps();
+      const double gbps = read.pass_gbps();
       pass_gbps.push_back(gbps);
-      (s == Schedule::grouped ? grouped_ms : per_expert_ms).push_back(t * 1e3);
-      (s == Schedule::grouped ? grouped_paired : per_expert_paired).push_back(active / t / 1e9 / gbps);
+      d.ms.push_back(t * 1e3);
+      d.paired.push_back(active / t / 1e9 / gbps);
     }
   }
-  std::printf("decode, 1 token, %d rounds (medians; paired: active bytes/s over a 1 GiB read pass right after):\n",
-              opt.rounds * 4);
-  std::printf("  per expert (%d regions): %.3f ms, paired %.1f%%\n", 2 * opt.topk, median(per_expert_ms),
-              100 * median(per_expert_paired));
-  std::printf("  grouped    (2 regions):  %.3f ms, paired %.1f%%  (read pass %.1f GB/s)\n", median(grouped_ms),
-              100 * median(grouped_paired), median(pass_gbps));
+  std::printf("decode, 1 token, %d rounds (medians; paired: active bytes/s over a 1 GiB read pass right after;\n"
+              "best: the fastest round's GB/s; read pass %.1f GB/s, best %.1f):\n",
+              opt.rounds * 4, median(pass_gbps), read.best_gbps());
+  for (const DecodeSchedule& d : decode) {
+    const double best_ms = *std::min_element(d.ms.begin(), d.ms.end());
+    std::printf("  %-24s %7.3f ms, paired %5.1f%%, best %5.1f GB/s\n", d.name, median(d.ms), 100 * median(d.paired),
+                active / best_ms / 1e6);
+  }
 
   // Prefill: --tokens rows routed top-k, each schedule in turn per round.
   const auto x = random_matrix(size_t(opt.tokens) * opt.hidden, 98);

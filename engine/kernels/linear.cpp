@@ -308,16 +308,30 @@ struct GemvPlan {
   }
 };
 
-GemvPlan plan_gemv(const PackedWeight& w, const float* x, int m, float* y, AlignedBuffer& buffer) {
+// The plan for x already staged for w.
+GemvPlan plan_gemv_staged(const PackedWeight& w, const void* staged, int m, float* y) {
   GemvPlan plan;
   plan.w = &w;
   plan.m = m;
   plan.y = y;
   plan.kernel = pick_gemv(w);
   plan.gemm = m > kGemvMaxRows ? pick_gemm(plan.kernel).kernel : nullptr;
-  plan.staged = stage_x(w, x, m, buffer);
+  plan.staged = staged;
   plan.rows_per_task = plan.gemm ? pick_gemm(plan.kernel).panel_rows(w) : kRowsPerTask;
   return plan;
+}
+
+GemvPlan plan_gemv(const PackedWeight& w, const float* x, int m, float* y, AlignedBuffer& buffer) {
+  return plan_gemv_staged(w, stage_x(w, x, m, buffer), m, y);
+}
+
+// Whether stage_x gives the same bytes for a and b from one x: the layout
+// depends on the format, the widths, the dot product the kernel picked and
+// the int4 groups (an int4 weight with its own input order never shares).
+bool same_staging(const PackedWeight& a, const PackedWeight& b) {
+  return a.format == b.format && a.isa == b.isa && a.in == b.in && a.ld == b.ld &&
+         a.use_bf16_dot == b.use_bf16_dot && a.use_int8_dot == b.use_int8_dot && a.int4_x == b.int4_x &&
+         a.groups == b.groups && a.group_len == b.group_len && a.slot_input.empty() && b.slot_input.empty();
 }
 
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
@@ -495,6 +509,14 @@ void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
   else forward_matmul(x, m, y, pool);
 }
 
+size_t Linear::data_bytes() const { return packed_ ? packed_->data.size() : 0; }
+
+void Linear::move_data_into(unsigned char* into) {
+  const size_t bytes = packed_->data.size();
+  std::memcpy(into, packed_->data.as<unsigned char>(), bytes);
+  packed_->data = AlignedBuffer::borrowed(into, bytes);
+}
+
 void forward_gemv_grouped(std::span<const GroupedProjection> projections, ThreadPool& pool) {
   // Staged inputs live until the region ends, one buffer per projection
   // (x_scratch() holds one); kept across calls so decode allocates nothing.
@@ -504,6 +526,7 @@ void forward_gemv_grouped(std::span<const GroupedProjection> projections, Thread
   if (buffers.size() < projections.size()) buffers.resize(projections.size());
   plans.clear();
   first_task.assign(1, 0);
+  const float* staged_from = nullptr;  // the x of plans.back()'s staging
   for (size_t i = 0; i < projections.size(); ++i) {
     const GroupedProjection& p = projections[i];
     if (p.m <= 0) continue;
@@ -512,7 +535,17 @@ void forward_gemv_grouped(std::span<const GroupedProjection> projections, Thread
       amx_forward(w, p.x, p.m, p.y, pool);
       continue;
     }
-    plans.push_back(plan_gemv(w, p.x, p.m, p.y, buffers[i]));
+    // A projection on the same x as the one before, staged alike (a decode
+    // token's chosen experts' gate/up), reads that staging: x is rounded or
+    // quantized once per layer, not once per expert, while the other
+    // threads wait for the region.
+    const GemvPlan* before = plans.empty() ? nullptr : &plans.back();
+    if (before && p.x == staged_from && p.m == before->m && same_staging(w, *before->w)) {
+      plans.push_back(plan_gemv_staged(w, before->staged, p.m, p.y));
+    } else {
+      plans.push_back(plan_gemv(w, p.x, p.m, p.y, buffers[i]));
+      staged_from = p.x;
+    }
     first_task.push_back(first_task.back() + plans.back().tasks());
   }
   // The workers reach the caller's plans through these references: the

@@ -179,6 +179,13 @@ class Linear {
   bool prefill_batch_invariant() const;
 
   const PackedWeight& packed() const { return *packed_; }
+  // Bytes of the packed weight's main block (rows of elements or nibbles; a
+  // multiple of 64), what move_data_into copies.
+  size_t data_bytes() const;
+  // Copies that block to `into` (64-byte aligned, data_bytes() long, alive
+  // as long as this Linear), reads it from there and frees its own: the
+  // experts of a layer, each a few MB, share one arena on huge pages.
+  void move_data_into(unsigned char* into);
   // Row r of the weight as used (dequantized for int8/int4), [in] floats in
   // input order: the embedding lookup of a tied int4 head, and tests.
   void dequantize_row(int r, float* out) const;

@@ -30,6 +30,14 @@ class DenseMlp final : public FeedForward {
   // of experts runs its chosen experts' projections together.
   const Linear& gate_up() const { return gate_up_; }
   const Linear& down() const { return down_; }
+  // Bytes of both projections' packed blocks, and moving them into an arena
+  // (gate/up first): Linear::data_bytes, Linear::move_data_into.
+  size_t data_bytes() const { return gate_up_.data_bytes() + down_.data_bytes(); }
+  void move_data_into(unsigned char* into) {
+    const size_t gate_up_bytes = gate_up_.data_bytes();
+    gate_up_.move_data_into(into);
+    down_.move_data_into(into + gate_up_bytes);
+  }
 
  private:
   Linear gate_up_, down_;

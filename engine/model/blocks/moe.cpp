@@ -35,8 +35,10 @@ Expected<Linear> read_replicated_f32(const WeightSource& weights, const std::str
 
 void route_tokens(const float* logits, int m, int experts, int top_k, bool normalize, int32_t* chosen,
                   float* weights) {
-  std::vector<float> probability(experts);
-  std::vector<char> taken(experts);
+  thread_local std::vector<float> probability;  // kept: decode allocates nothing
+  thread_local std::vector<char> taken;
+  probability.resize(experts);
+  taken.resize(experts);
   for (int r = 0; r < m; ++r) {
     const float* row = logits + static_cast<size_t>(r) * experts;
     float largest = row[0];
@@ -80,11 +82,24 @@ Expected<MixtureOfExperts> MixtureOfExperts::load(const WeightSource& weights, c
   if (!router) return router.error();
   block.router_ = std::move(*router);
   block.experts_.reserve(moe.experts);
+  size_t expert_bytes = 0;
   for (int e = 0; e < moe.experts; ++e) {
     const std::string expert = prefix + "experts." + std::to_string(e) + ".";
     auto mlp = DenseMlp::load(weights, expert + "gate_proj", expert + "up_proj", expert + "down_proj",
                               partition.expert, moe.expert_intermediate, format);
     if (!mlp) return mlp.error();
+    // Each expert's weights go into the layer's arena as soon as they are
+    // packed, so a load holds one expert twice at most.
+    if (e == 0) {
+      expert_bytes = mlp->data_bytes();
+      block.expert_data_.resize(expert_bytes * moe.experts);
+    }
+    if (mlp->data_bytes() != expert_bytes) {
+      return make_error("tensor " + expert + "*: packed to " + std::to_string(mlp->data_bytes()) +
+                        " bytes where expert 0 took " + std::to_string(expert_bytes) +
+                        " (every expert of a layer must have one shape and format)");
+    }
+    mlp->move_data_into(block.expert_data_.as<unsigned char>() + e * expert_bytes);
     block.experts_.push_back(std::move(*mlp));
   }
   if (moe.shared_expert_intermediate > 0) {
@@ -121,10 +136,9 @@ void MixtureOfExperts::forward(const float* x, int m, float* out, FeedForwardPas
   for (int i = 0; i < m * k; ++i) ++pass.expert_starts[pass.chosen_experts[i] + 1];
   for (int e = 0; e < experts; ++e) pass.expert_starts[e + 1] += pass.expert_starts[e];
   pass.expert_rows.resize(static_cast<size_t>(m) * k);
-  {
-    std::vector<int32_t> next(pass.expert_starts.begin(), pass.expert_starts.end() - 1);
-    for (int i = 0; i < m * k; ++i) pass.expert_rows[next[pass.chosen_experts[i]]++] = i;
-  }
+  std::vector<int32_t>& next = pass.expert_next;
+  next.assign(pass.expert_starts.begin(), pass.expert_starts.end() - 1);
+  for (int i = 0; i < m * k; ++i) pass.expert_rows[next[pass.chosen_experts[i]]++] = i;
   add_elapsed(pass.router_ms, start);
 
   start = Clock::now();
@@ -155,11 +169,16 @@ void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass)
   const int choices = m * top_k_;
   const size_t h = static_cast<size_t>(hidden_);
   const size_t width = static_cast<size_t>(experts_.front().rows());
-  // Each expert's rows of x side by side, in expert_rows' order.
-  pass.rows_in.resize(choices * h);
-  for (int i = 0; i < choices; ++i) {
-    const int row = pass.expert_rows[i] / top_k_;
-    std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
+  // Each expert's rows of x side by side, in expert_rows' order. One row (a
+  // decode step) is every chosen expert's input as it is: the grouped call
+  // then stages it once for all of their gate/up projections.
+  const bool one_row = m == 1;
+  if (!one_row) {
+    pass.rows_in.resize(choices * h);
+    for (int i = 0; i < choices; ++i) {
+      const int row = pass.expert_rows[i] / top_k_;
+      std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
+    }
   }
   pass.gate_up.resize(choices * 2 * width);
   pass.act.resize(choices * width);
@@ -181,7 +200,7 @@ void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass)
   for (int e = 0; e < experts; ++e) {
     const int begin = pass.expert_starts[e], n = pass.expert_starts[e + 1] - begin;
     if (n > 0) {
-      calls.push_back({&experts_[e].gate_up(), pass.rows_in.data() + begin * h, n,
+      calls.push_back({&experts_[e].gate_up(), one_row ? x : pass.rows_in.data() + begin * h, n,
                        pass.gate_up.data() + begin * 2 * width});
     }
   }

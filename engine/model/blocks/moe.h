@@ -20,6 +20,7 @@
 
 #include "common/expected.h"
 #include "engine/checkpoint/weights.h"
+#include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/linear.h"
 #include "engine/model/blocks/dense_mlp.h"
 #include "engine/model/blocks/feed_forward.h"
@@ -54,6 +55,12 @@ class MixtureOfExperts final : public FeedForward {
   void run_experts(const float* x, int m, FeedForwardPass& pass) const;
 
   Linear router_;       // f32 [experts][hidden], whole on every rank
+  // The packed weights of all experts, expert after expert: one allocation
+  // on huge pages. Each expert alone is a few MB (int4: under 2 MiB), which
+  // on its own would lie partly or wholly on 4 KiB pages, and a decode step
+  // jumps between 8 of them: bench_moe measured the experts' stream 20 %
+  // faster from one arena (int8, 2 threads, Zen 5 EPYC at 64 GB/s).
+  AlignedBuffer expert_data_;
   std::vector<DenseMlp> experts_;
   bool has_shared_ = false;
   DenseMlp shared_;     // Qwen2-MoE's shared expert
