@@ -132,7 +132,8 @@ XFT_DELTA_INLINE void solve_chunk(const DeltaRuleHead& h, int t0, int n, float* 
 // value is the one the four-pass form computes (same order of sums).
 XFT_DELTA_INLINE void recurrent_body(const DeltaRuleHead& h, float* __restrict state) {
   const int dk = h.dk, dv = h.dv;
-  std::vector<float> delta_buffer(dv);
+  thread_local std::vector<float> delta_buffer;  // kept: a decode step allocates nothing per head
+  delta_buffer.resize(dv);
   float* __restrict delta = delta_buffer.data();
   for (int t = 0; t < h.n; ++t) {
     const float* q = h.q + static_cast<size_t>(t) * dk;

@@ -354,7 +354,8 @@ bool takes_greedy_shortcut(const SamplingParams& params) {
   return params.is_greedy() && params.repetition_penalty == 1.0f && params.logprobs < 0;
 }
 
-// -1: none of the proposal's candidates is allowed.
+// -1: none of the proposal's candidates is allowed. The proposal is rank 0's,
+// which holds the whole vocabulary: structured output runs on one-rank servers.
 int32_t first_allowed(const constrain::ConstrainedSequence& constraint, const constrain::TokenTable& table,
                       const Proposal& proposal, int32_t refused) {
   for (int i = 0; i < proposal.count; ++i) {
