@@ -345,4 +345,26 @@ TEST(CheckpointPresets, TotalAndActiveParametersMatchTheModelCards) {
 }
 
 }  // namespace
+
+// A 4-bit Qwen3.5-MoE packs each expert's and the shared expert's rows 8 per
+// int32 too: a width that does not is refused at the config, naming it.
+TEST(CheckpointConfig, FourBitQwen35MoeExpertWidthsPackEightRows) {
+  auto gptq = golden("qwen35moe-tiny-s33")["config"];
+  gptq["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32}, {"desc_act", false},
+                                 {"sym", true}};
+  gptq["text_config"]["linear_num_value_heads"] = 8;  // the tiny golden's 4 value heads do not pack either
+  auto good = parse_config(gptq.dump(), "m/config.json");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  for (const char* field : {"moe_intermediate_size", "shared_expert_intermediate_size"}) {
+    auto bad = gptq;
+    bad["text_config"][field] = 36;
+    auto c = parse_config(bad.dump(), "m/config.json");
+    ASSERT_FALSE(c.ok()) << field;
+    EXPECT_EQ(c.error().message,
+              "m/config.json: quantization_config: the 4-bit layouts pack 8 rows per int32, but a projection has 36 "
+              "rows or columns")
+        << field;
+  }
+}
+
 }  // namespace xft::engine
