@@ -8,6 +8,19 @@
 namespace xft::engine {
 namespace {
 
+// GCC 12's tile intrinsics under-declare their memory: _tile_loadconfig's
+// operand covers 8 of the 64 bytes it reads, and tileloadd/tilestored name
+// no memory at all. With a local configuration the compiler then drops the
+// stores of the tile shapes (ldtilecfg faults on the stack garbage: SIGSEGV,
+// or SIGILL at the first tile use), and it may move buffer writes across a
+// tile load or reads across a tile store. So the configuration is loaded
+// through an operand of its whole size, and every tile load and store is
+// also a compiler barrier for memory.
+inline void load_tile_config(const AmxTileConfig& config) {
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+}
+inline void memory_barrier() { __asm__ volatile("" ::: "memory"); }
+
 // GCC's tile intrinsics paste their tile numbers into the assembly text, so
 // they take literals only: each template argument is mapped to its literal.
 #define XFT_TILE_SWITCH(T, OP) \
@@ -29,7 +42,7 @@ namespace {
   else INSTRUCTION(3, 5, 7)
 
 struct HardwareTiles {
-  static void configure(const AmxTileConfig& config) { _tile_loadconfig(&config); }
+  static void configure(const AmxTileConfig& config) { load_tile_config(config); }
   static void release() { _tile_release(); }
   template <int T>
   static void zero() {
@@ -39,6 +52,7 @@ struct HardwareTiles {
   }
   template <int T>
   static void load(const void* base, size_t stride) {
+    memory_barrier();
 #define XFT_OP(t) _tile_loadd(t, base, stride)
     XFT_TILE_SWITCH(T, XFT_OP);
 #undef XFT_OP
@@ -48,6 +62,7 @@ struct HardwareTiles {
 #define XFT_OP(t) _tile_stored(t, base, stride)
     XFT_TILE_SWITCH(T, XFT_OP);
 #undef XFT_OP
+    memory_barrier();
   }
   template <int C, int A, int B>
   static void dpbf16ps() {
@@ -64,7 +79,7 @@ struct HardwareTiles {
 void load_full_tiles() {
   AmxTileConfig config;
   for (int t = 0; t < kAmxTiles; ++t) amx_set_tile(config, t, kAmxMaxRows, kAmxRowBytes);
-  _tile_loadconfig(&config);
+  load_tile_config(config);
   alignas(64) static const uint8_t zeros[kAmxTileBytes] = {};
   _tile_zero(0);
   _tile_zero(1);

@@ -201,6 +201,17 @@ TEST(KernelsAmxSelection, FallsBackToTheVectorKernelsWhereAmxIsAbsentOrOff) {
   }
 }
 
+// The peak loops bench_roofline measures with load their tile configuration
+// from a local: on the real instructions a configuration the compiler did not
+// fully write faults (SIGSEGV at ldtilecfg, SIGILL at the first tile use).
+TEST(KernelsAmxPeak, PeakLoopsRunOnTheRealTiles) {
+  if (!amx_support().bf16 || !amx_support().int8) {
+    GTEST_SKIP() << "real AMX instructions not run: " << amx_status_line();
+  }
+  EXPECT_EQ(amx_bf16_peak_flops(1000), 4.0 * 2 * 16 * 16 * 32 * 1000);
+  EXPECT_EQ(amx_int8_peak_ops(1000), 4.0 * 2 * 16 * 16 * 64 * 1000);
+}
+
 TEST(KernelsAmxSelection, ParsesTheModeNames) {
   AmxMode mode = AmxMode::off;
   EXPECT_TRUE(parse_amx_mode("emulate", &mode));
