@@ -1,8 +1,10 @@
 // Machine roofline and engine efficiency, measured in one run:
 //   1. memory read bandwidth (STREAM-like sum over >= 1 GiB, all threads, best of N)
-//   2. bf16 peak (register-only vdpbf16ps) and fp32 FMA peak, per core x cores
+//   2. register-only peaks, per core x cores: bf16 (vdpbf16ps), fp32 (FMA),
+//      int8 (vpdpbusd) and the AMX tiles where present
 //   3. the real engine (Model on fake Qwen2.5-0.5B / 1.5B weights, bf16 and
-//      int8): prefill of --prompt tokens (GFLOP/s vs the bf16 peak), then
+//      int8): prefill of --prompt tokens (G ops/s vs the peak of the
+//      instruction its kernel path runs on), then
 //      --steps decode steps after it (bytes of weights + KV read per token,
 //      + a linear-attention state read and written, vs the measured bandwidth: % of the roofline)
 //   4. the decode ratios between the dtypes, their steps alternated round by
@@ -112,6 +114,26 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_flops(long iterations)
   volatile float keep = _mm512_reduce_add_ps(s);
   (void)keep;
   return 12.0 * 64.0 * iterations;  // 32 pairs: 32 mul + 32 add
+#undef XFT_DECL
+#undef XFT_STEP
+#undef XFT_SUM
+}
+
+// vpdpbusd: 16 lanes x 4 u8*s8 products, each a multiply and an add.
+__attribute__((target("avx512f,avx512vnni"))) double vnni_ops(long iterations) {
+#define XFT_DECL(i) __m512i acc##i = _mm512_set1_epi32(i);
+#define XFT_STEP(i) acc##i = _mm512_dpbusd_epi32(acc##i, a, b);
+#define XFT_SUM(i) s = _mm512_add_epi32(s, acc##i);
+  XFT_TWELVE(XFT_DECL)
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
+  for (long i = 0; i < iterations; ++i) {
+    XFT_TWELVE(XFT_STEP)
+  }
+  __m512i s = _mm512_setzero_si512();
+  XFT_TWELVE(XFT_SUM)
+  volatile int keep = _mm512_reduce_add_epi32(s);
+  (void)keep;
+  return 12.0 * 128.0 * iterations;
 #undef XFT_DECL
 #undef XFT_STEP
 #undef XFT_SUM
@@ -500,11 +522,41 @@ void bench_alternating(const Options& opt, const std::vector<int>& cpus) {
   }
 }
 
+// The register-only peaks per CPU-second (what the cores do when they are
+// ours), one per instruction a prefill kernel path runs on; 0 where absent.
+struct Peaks {
+  double bf16 = 0;      // vdpbf16ps, or the fp32 FMA peak without it
+  double fp32 = 0;      // FMA
+  double vnni = 0;      // vpdpbusd (int8 ops)
+  double amx_bf16 = 0;  // tdpbf16ps
+  double amx_int8 = 0;  // tdpbssd (int8 ops)
+};
+
+struct PathPeak {
+  double value;
+  const char* name;
+};
+
+// The peak of the instruction a model's kernel (Model::kernel_name(),
+// "format/isa[-bf16][-vnni][-int8x]" or "format/amx") runs prefill on: the
+// tiles for bf16 and int8 weights on real AMX, vpdpbusd for the VNNI
+// kernels (int8, int4 with int8 inputs), vdpbf16ps for bf16 and FP8, else
+// the FMA.
+PathPeak peak_of_kernel(const std::string& kernel, const Peaks& peaks) {
+  const auto has = [&](const char* part) { return kernel.find(part) != std::string::npos; };
+  if (has("/amx") && !has("emulated")) {
+    if (kernel.rfind("int8/", 0) == 0 && peaks.amx_int8 > 0) return {peaks.amx_int8, "amx-i8"};
+    if (peaks.amx_bf16 > 0) return {peaks.amx_bf16, "amx-bf"};
+  }
+  if (has("-vnni") && peaks.vnni > 0) return {peaks.vnni, "vnni"};
+  if (has("-bf16") && peaks.bf16 > 0) return {peaks.bf16, "bf16"};
+  return {peaks.fp32, "fma"};
+}
+
 // Runs every model x dtype, then prints the table against the best read
 // bandwidth seen in the whole run (the passes beside the decode steps
-// included) and the bf16 peak per CPU-second (a register-only loop: what the
-// cores do when they are ours).
-void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& probe, double bf16_peak) {
+// included) and the peak of each row's kernel path.
+void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& probe, const Peaks& peaks) {
   std::vector<EngineResult> results;
   for (const std::string& preset : opt.models) {
     for (const std::string& dtype : opt.dtypes) {
@@ -516,21 +568,27 @@ void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& p
   const double roofline = probe.best_gbps();
   std::printf("\n== engine (Model on fake weights): prefill %d tokens, then %d decode steps, %d threads ==\n",
               opt.prompt, opt.steps, static_cast<int>(cpus.size()));
-  std::printf("roofline: best read bandwidth of the run %.1f GB/s; peak: bf16 %.1f GFLOP/s\n", roofline, bf16_peak);
+  std::printf("roofline: best read bandwidth of the run %.1f GB/s; peaks (G ops/s): bf16 %.1f, fma %.1f", roofline, peaks.bf16,
+              peaks.fp32);
+  if (peaks.vnni > 0) std::printf(", vnni %.1f", peaks.vnni);
+  if (peaks.amx_bf16 > 0) std::printf(", amx-bf %.1f", peaks.amx_bf16);
+  if (peaks.amx_int8 > 0) std::printf(", amx-i8 %.1f", peaks.amx_int8);
+  std::printf("\nprefill: \"%% peak\" = its G ops/s / the peak of the instruction its kernel path runs on (\"of\")\n");
   std::printf("decode: median step. \"%% roof\" = its GB/s / roofline; \"best\" = the fastest step's GB/s / roofline;\n"
               "\"paired\" = median over steps of the step's GB/s / a read pass run right after it (\"pass\": their\n"
               "median GB/s): both under the same conditions when other work shares the memory bus\n");
-  std::printf("%-13s %-5s %-17s %7s %9s %6s %7s %7s %7s %5s %6s | %8s %8s %7s %6s | %6s\n", "model", "dtype",
+  std::printf("%-13s %-5s %-17s %7s %9s %6s %7s %7s %7s %5s %6s | %8s %8s %7s %-6s %6s | %6s\n", "model", "dtype",
               "kernel", "tok/s", "MB/token", "GB/s", "% roof", "best", "paired", "pass", "share", "pf tok/s",
-              "GFLOP/s", "% peak", "share", "load s");
+              "G ops/s", "% peak", "of", "share", "load s");
   for (const EngineResult& r : results) {
     const double gbps = r.bytes_per_token / (r.decode_ms * 1e6);
     const double gflops = r.prefill_flop / (r.prefill_ms * 1e6);
     const double best_gbps = r.bytes_per_token / (r.decode_best_ms * 1e6);
-    std::printf("%-13s %-5s %-17s %7.2f %9.1f %6.1f %6.1f%% %6.1f%% %6.1f%% %5.1f %5.0f%% | %8.1f %8.1f %6.1f%% %5.0f%% | %6.1f\n",
+    const PathPeak peak = peak_of_kernel(r.kernel, peaks);
+    std::printf("%-13s %-5s %-17s %7.2f %9.1f %6.1f %6.1f%% %6.1f%% %6.1f%% %5.1f %5.0f%% | %8.1f %8.1f %6.1f%% %-6s %5.0f%% | %6.1f\n",
                 r.model.c_str(), r.dtype.c_str(), r.kernel.c_str(), 1e3 / r.decode_ms, r.bytes_per_token / 1e6, gbps,
                 100.0 * gbps / roofline, 100.0 * best_gbps / roofline, 100.0 * r.paired_fraction, r.paired_bandwidth, 100.0 * r.decode_share,
-                1e3 * opt.prompt / r.prefill_ms, gflops, 100.0 * gflops / bf16_peak, 100.0 * r.prefill_share,
+                1e3 * opt.prompt / r.prefill_ms, gflops, 100.0 * gflops / peak.value, peak.name, 100.0 * r.prefill_share,
                 r.load_s);
   }
   // Ratio lines: what int8 buys over bf16 in decode (ideal: bytes ratio), and model-size scaling.
@@ -630,15 +688,27 @@ int main(int argc, char** argv) {
   std::printf("fp32 peak (FMA):        %.1f GFLOP/s wall; excl. %.1f GFLOP/s = %.1f per core x %d, share %.0f%%\n",
               fp32_peak.wall, fp32_peak.excl, fp32_peak.excl / pool.size(), pool.size(), 100 * fp32_peak.share);
   if (bf16_peak.wall == 0) bf16_peak = fp32_peak;  // no vdpbf16ps: oneDNN bf16 runs on fp32 FMAs
+  const auto per_cpu_second = [](const Rate& r) { return std::max(r.wall, r.excl); };
+  Peaks peaks;
+  peaks.bf16 = per_cpu_second(bf16_peak);
+  peaks.fp32 = per_cpu_second(fp32_peak);
+  if (use_avx512_vnni()) {
+    const Rate vnni = measure_peak(pool, opt, vnni_ops);
+    std::printf("int8 peak (vpdpbusd):   %.1f GOP/s wall; excl. %.1f GOP/s = %.1f per core x %d, share %.0f%%\n", vnni.wall,
+                vnni.excl, vnni.excl / pool.size(), pool.size(), 100 * vnni.share);
+    peaks.vnni = per_cpu_second(vnni);
+  }
   if (amx_support().bf16) {
     const Rate amx = measure_peak(pool, opt, amx_bf16_peak_flops);
     std::printf("AMX bf16 peak (tdpbf16ps): %.1f GFLOP/s wall; excl. %.1f GFLOP/s = %.1f per core x %d (%.1fx the vector bf16 peak)\n",
                 amx.wall, amx.excl, amx.excl / pool.size(), pool.size(), amx.wall / bf16_peak.wall);
+    peaks.amx_bf16 = per_cpu_second(amx);
   }
   if (amx_support().int8) {
     const Rate amx = measure_peak(pool, opt, amx_int8_peak_ops);
     std::printf("AMX int8 peak (tdpbssd):   %.1f GOP/s wall; excl. %.1f GOP/s = %.1f per core x %d\n", amx.wall,
                 amx.excl, amx.excl / pool.size(), pool.size());
+    peaks.amx_int8 = per_cpu_second(amx);
   }
   if (!amx_support().bf16 && !amx_support().int8) std::printf("%s\n", amx_status_line().c_str());
 
@@ -649,12 +719,12 @@ int main(int argc, char** argv) {
       {"1.5B mlp.up", 8960, 1536},
       {"0.5B lm_head", 151936, 896},
   };
-  bench_engine(opt, cpus, probe, std::max(bf16_peak.wall, bf16_peak.excl));
+  bench_engine(opt, cpus, probe, peaks);
   bench_alternating(opt, cpus);
   if (opt.kernels) {
     bench_gemv(pool, opt, bandwidth, shapes);
     bench_matmul(pool, opt, bf16_peak, shapes);
   }
-  std::printf("\ntargets: decode >= 85%% of the roofline (bf16, int8); prefill >= 50%% of the bf16 peak at 512 tokens\n");
+  std::printf("\ntargets: decode >= 85%% of the roofline (bf16, int8); prefill >= 50%% of its path's peak at 512 tokens\n");
   return 0;
 }
