@@ -19,6 +19,7 @@
 
 #include "launcher/launch.h"
 #include "tests/unit/hostile_corpus.h"
+#include "tests/unit/support/files.h"
 
 extern char** environ;
 
@@ -30,12 +31,7 @@ using xft::testing::describe_row;
 using xft::testing::HostileRow;
 using xft::testing::read_hostile_corpus;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using xft::test::slurp;
 
 // The first host as a local /bin/sh: commands run with `bin` first on PATH,
 // files land where they are named.

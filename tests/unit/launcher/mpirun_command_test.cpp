@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "launcher/mpirun.h"
+#include "tests/unit/support/files.h"
 
 namespace xft::launcher {
 namespace {
@@ -334,10 +335,7 @@ std::string run_shell(const std::string& command, int& status) {
   return out;
 }
 
-mode_t mode_of(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
-}
+using xft::test::mode_of;
 
 TEST_F(AgentDir, DirectoryTemplateIsUnderAPlainTmpdirElseTmp) {
   EXPECT_EQ(ssh_agent_dir_template(), dir_ + "/xftctl-launch.XXXXXX");

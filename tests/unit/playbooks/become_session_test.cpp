@@ -18,6 +18,7 @@
 #include "playbooks/runner.h"
 #include "tests/unit/playbooks/fake_host.h"
 #include "tests/unit/playbooks/hostile_corpus.h"
+#include "tests/unit/support/files.h"
 
 namespace xft::playbooks {
 namespace {
@@ -25,18 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::FakeHost;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using xft::test::slurp;
 
-mode_t mode_of(const std::string& path) {
-  struct stat info {};
-  ::lstat(path.c_str(), &info);
-  return info.st_mode & 07777;
-}
+using xft::test::mode_of;
 
 constexpr const char* kSudoStandIn =
     "#!/bin/sh\n"

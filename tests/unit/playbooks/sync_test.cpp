@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "tests/unit/support/files.h"
 
 namespace xft::playbooks {
 namespace {
@@ -26,12 +27,7 @@ using remote::RemoteError;
 using remote::RemoteFileInfo;
 using remote::RunOptions;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using xft::test::slurp;
 
 void put(const std::string& path, const std::string& content, mode_t mode = 0644) {
   fs::create_directories(fs::path(path).parent_path());
@@ -39,11 +35,7 @@ void put(const std::string& path, const std::string& content, mode_t mode = 0644
   ASSERT_EQ(0, ::chmod(path.c_str(), mode));
 }
 
-mode_t mode_of(const std::string& path) {
-  struct stat info;
-  EXPECT_EQ(0, ::lstat(path.c_str(), &info)) << path;
-  return info.st_mode & 07777;
-}
+using xft::test::mode_of;
 
 class LocalDirSession : public remote::RemoteSession {
  public:

@@ -17,6 +17,7 @@
 #include "playbooks/runner.h"
 #include "tests/unit/playbooks/fake_host.h"
 #include "tests/unit/playbooks/hostile_corpus.h"
+#include "tests/unit/support/files.h"
 
 namespace xft::playbooks {
 namespace {
@@ -24,18 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::FakeHost;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using xft::test::slurp;
 
-mode_t mode_of(const std::string& path) {
-  struct stat info {};
-  ::lstat(path.c_str(), &info);
-  return info.st_mode & 07777;
-}
+using xft::test::mode_of;
 
 class OtherUsersKeys : public ::testing::Test {
  protected:
