@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "engine/kernels/linear.h"
+#include "engine/kernels/stream_prefetch.h"
 #include "engine/kernels/thread_pool.h"
 
 using namespace xft::engine;
@@ -50,8 +52,13 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   int out = 1536, in = 8960, copies = 24, rounds = 15;
   std::string dtypes = "int4,int8";
+  bool cached = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--cached") {
+      cached = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage(("missing value after " + arg).c_str());
     const char* value = argv[++i];
     if (arg == "--shape") {
@@ -69,11 +76,20 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<WeightFormat> formats;
-  const std::vector<std::string> names = split(dtypes);
-  for (const std::string& name : names) {
+  std::vector<std::string> names;
+  std::vector<long> aheads;
+  std::vector<bool> generic;
+  const char* list = std::getenv("XFT_PREFETCH_LIST");
+  const std::vector<std::string> ahead_list = split(list ? list : "512");
+  for (const std::string& name : split(dtypes)) {
     WeightFormat format;
     if (!parse_weight_format(name.c_str(), &format)) return usage(("--dtypes: unknown format " + name).c_str());
-    formats.push_back(format);
+    for (const std::string& a : ahead_list) {
+      formats.push_back(format);
+      names.push_back(name + "@" + a);
+      generic.push_back(a[0] == 'g');
+      aheads.push_back(std::atol(a.c_str() + (a[0] == 'g')));
+    }
   }
   if (formats.empty()) return usage("--dtypes: expected at least one format");
 
@@ -87,18 +103,37 @@ int main(int argc, char** argv) {
     for (int c = 0; c < copies; ++c) layers[f].emplace_back(weight.data(), out, in, formats[f]);
   }
   ThreadPool pool(1);
-  std::vector<std::vector<double>> us(formats.size());
+  // A read pass right after each format's round: the bandwidth of that
+  // moment, which other processes on a shared machine move by 2x.
+  xft::bench::ReadProbe probe(pool, 0.25);
+  std::vector<std::vector<double>> us(formats.size()), paired(formats.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t f = 0; f < formats.size(); ++f) {
-      const double t0 = thread_seconds();
+      g_prefetch_ahead = aheads[f];
+      g_fp8_generic = generic[f];
+      if (cached) {
+        // The first copy again and again: the kernel's own speed, weight in cache.
+        const Linear& layer = layers[f][0];
+        layer.forward(x.data(), 1, y.data(), pool);
+        const double t0 = thread_seconds();
+        for (int c = 0; c < copies; ++c) layer.forward(x.data(), 1, y.data(), pool);
+        us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+        paired[f].push_back(0);
+        continue;
+      }
+      const double t0 = thread_seconds(), wall0 = xft::bench::now_seconds();
       for (const Linear& layer : layers[f]) layer.forward(x.data(), 1, y.data(), pool);
       us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+      const double gbps = static_cast<double>(layers[f][0].weight_bytes()) * copies / (xft::bench::now_seconds() - wall0) / 1e9;
+      paired[f].push_back(gbps / probe.pass_gbps());
     }
   }
   std::printf("%dx%d, %d copies, %d rounds, 1 thread (thread CPU time per call)\n", out, in, copies, rounds);
   for (size_t f = 0; f < formats.size(); ++f) std::sort(us[f].begin(), us[f].end());
   for (size_t f = 0; f < formats.size(); ++f) {
-    std::printf("%-6s %-28s median %8.1f us  best %8.1f us  speed vs %s %.2fx\n", names[f].c_str(), layers[f][0].kernel_name().c_str(),
-                us[f][rounds / 2], us[f][0], names.back().c_str(), us.back()[rounds / 2] / us[f][rounds / 2]);
+    const double bytes = static_cast<double>(layers[f][0].weight_bytes());
+    std::printf("%-10s %-20s median %8.1f us (%5.1f GB/s)  best %8.1f us  paired %5.1f%%  speed vs %s %.2fx\n",
+                names[f].c_str(), layers[f][0].kernel_name().c_str(), us[f][rounds / 2], bytes / us[f][rounds / 2] / 1e3,
+                us[f][0], 100 * xft::bench::median(paired[f]), names.back().c_str(), us.back()[rounds / 2] / us[f][rounds / 2]);
   }
 }

@@ -3,6 +3,7 @@
 // lanes. One weight row at a time, for all M inputs; the weight is read exactly once.
 // The order per output is gemm_bf16_avx512_dot.h's, which the GEMM keeps.
 #include "engine/kernels/gemm_bf16_avx512_dot.h"
+#include "engine/kernels/stream_prefetch.h"
 
 namespace xft::engine {
 namespace {
@@ -17,7 +18,8 @@ using bf16_avx512_dot::finish;
 // batches requests and must not change their answers). ld is a multiple of
 // 64 elements: steps of 4 x 32, then maybe 2 x 32.
 template <int M>
-XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r) {
+XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r, std::ptrdiff_t ahead,
+                                       const void* limit) {
   __m512 a[4][M];
   #pragma GCC unroll 16
   for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
@@ -26,6 +28,7 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
   for (; c + 128 <= w.ld; c += 128) {
     #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
+      prefetch_stream(wr + c + 32 * k, ahead, limit);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
@@ -34,6 +37,7 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
   if (c < w.ld) {  // the last 64 elements
     #pragma GCC unroll 2
     for (int k = 0; k < 2; ++k) {
+      prefetch_stream(wr + c + 32 * k, ahead, limit);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
@@ -45,7 +49,9 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
 
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
-  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r);
+  const std::ptrdiff_t ahead = stream_prefetch_ahead();
+  const void* limit = ahead > 0 ? w.data.as<unsigned char>() + w.data.size() : w.data.as<unsigned char>();
+  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r, ahead, limit);
 }
 
 }  // namespace
