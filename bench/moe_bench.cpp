@@ -248,8 +248,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < opt.rounds * 4; ++round) {
     for (size_t di = 0; di < decode.size(); ++di) {
       DecodeSchedule& d = decode[di];
-      g_prefetch_ahead = aheads[di];
-      g_fp8_generic = generic[di];
+      if (!labels.empty()) apply_kernel_variant(labels[di].c_str() + std::string("arena, once, ahead ").size());
       const Routing r = route(opt, 1, rng);
       const double t0 = now_seconds();
       run_experts(*d.experts, r, x1.data(), opt, d.schedule, scratch, pool);

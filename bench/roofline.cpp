@@ -385,8 +385,7 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
   for (int step = 0; step < opt.steps; ++step) {
     const size_t v = variants.empty() ? 0 : step % variants.size();
     if (!variants.empty()) {
-      g_fp8_generic = variants[v][0] == 'g';
-      g_prefetch_ahead = std::atol(variants[v].c_str() + g_fp8_generic);
+      apply_kernel_variant(variants[v].c_str());
     }
     const Chunk chunk{seq.get(), {&next, 1}};
     xft::Expected<std::span<float>> logits = std::span<float>();

@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> us(formats.size()), paired(formats.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t f = 0; f < formats.size(); ++f) {
-      g_prefetch_ahead = aheads[f];
-      g_fp8_generic = generic[f];
+      apply_kernel_variant(names[f].c_str() + names[f].find('@') + 1);
       if (cached) {
         // The first copy again and again: the kernel's own speed, weight in cache.
         const Linear& layer = layers[f][0];

@@ -3,7 +3,7 @@
 // lanes. One weight row at a time, for all M inputs; the weight is read exactly once.
 // The order per output is gemm_bf16_avx512_dot.h's, which the GEMM keeps.
 #include "engine/kernels/gemm_bf16_avx512_dot.h"
-#include "engine/kernels/stream_prefetch.h"
+#include "engine/kernels/stream_prefetch.h"  // TEMPORARY knobs
 
 namespace xft::engine {
 namespace {
@@ -18,8 +18,7 @@ using bf16_avx512_dot::finish;
 // batches requests and must not change their answers). ld is a multiple of
 // 64 elements: steps of 4 x 32, then maybe 2 x 32.
 template <int M>
-XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r, std::ptrdiff_t ahead,
-                                       const void* limit) {
+XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r) {
   __m512 a[4][M];
   #pragma GCC unroll 16
   for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
@@ -28,7 +27,6 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
   for (; c + 128 <= w.ld; c += 128) {
     #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      prefetch_stream(wr + c + 32 * k, ahead, limit);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
@@ -37,7 +35,6 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
   if (c < w.ld) {  // the last 64 elements
     #pragma GCC unroll 2
     for (int k = 0; k < 2; ++k) {
-      prefetch_stream(wr + c + 32 * k, ahead, limit);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
       #pragma GCC unroll 16
       for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
@@ -47,11 +44,59 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
   for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, a[0][j], a[1][j], a[2][j], a[3][j]);
 }
 
+// One input, R rows side by side (rows[0..R)): each the same sum as
+// row_streams<1> gives it, in the same order. R long streams in flight
+// instead of one: the hardware prefetchers follow each, so more lines are on
+// their way while a stream restarts at a page boundary, and one load of x
+// serves R rows.
+template <int R>
+XFT_AVX512BF16 inline void rows_side_by_side(const PackedWeight& w, const uint16_t* x, float* y, const int* rows) {
+  __m512 a[R][4];
+  const uint16_t* wr[R];
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+    a[i][0] = a[i][1] = a[i][2] = a[i][3] = _mm512_setzero_ps();
+    wr[i] = w.row<uint16_t>(rows[i]);
+  }
+  int c = 0;
+  for (; c + 128 <= w.ld; c += 128) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + c + 32 * k);
+      #pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) a[i][k] = _mm512_dpbf16_ps(a[i][k], (__m512bh)_mm512_loadu_si512(wr[i] + c + 32 * k), xv);
+    }
+  }
+  if (c < w.ld) {  // the last 64 elements
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + c + 32 * k);
+      #pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) a[i][k] = _mm512_dpbf16_ps(a[i][k], (__m512bh)_mm512_loadu_si512(wr[i] + c + 32 * k), xv);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) y[rows[i]] = finish(w, rows[i], a[i][0], a[i][1], a[i][2], a[i][3]);
+}
+
+// Rows [rb, re) for one input as R streams: stream i takes the i-th of R
+// near-equal contiguous parts, one row of each at a time.
+template <int R>
+XFT_AVX512BF16 void run_streams(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
+  const int n = re - rb, part = n / R;
+  int rows[R];
+  for (int k = 0; k < part; ++k) {
+    for (int i = 0; i < R; ++i) rows[i] = rb + i * part + k;
+    rows_side_by_side<R>(w, x, y, rows);
+  }
+  for (int r = rb + R * part; r < re; ++r) row_streams<1>(w, x, y, r);
+}
+
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
-  const std::ptrdiff_t ahead = stream_prefetch_ahead();
-  const void* limit = ahead > 0 ? w.data.as<unsigned char>() + w.data.size() : w.data.as<unsigned char>();
-  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r, ahead, limit);
+  if (M == 1 && g_streams == 2) return run_streams<2>(w, x, y, rb, re);
+  if (M == 1 && g_streams == 4) return run_streams<4>(w, x, y, rb, re);
+  for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r);
 }
 
 }  // namespace

@@ -16,8 +16,7 @@ using namespace fp8_avx512bf16_dot;
 
 // Any block width: the chunks of each column block, then the block into the total.
 template <int M>
-XFT_AVX512BF16 void row_kernel(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table,
-                               std::ptrdiff_t ahead, const void* limit) {
+XFT_AVX512BF16 void row_kernel(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table) {
   const uint8_t* q = w.row<uint8_t>(r);
   const float* scale = fp8_row_scales(w, r);
   __m512 total[M];
@@ -27,7 +26,6 @@ XFT_AVX512BF16 void row_kernel(const PackedWeight& w, const uint16_t* x, float* 
     __m512 even[M], odd[M];
     for (int j = 0; j < M; ++j) even[j] = odd[j] = _mm512_setzero_ps();
     for (int c = block_begin(w, b); c < end; c += kChunk) {
-      prefetch_stream(q + c, ahead, limit);
       const Chunk chunk = chunk_as_bf16(q + c, table);
       #pragma GCC unroll 4
       for (int j = 0; j < M; ++j) {
@@ -61,16 +59,13 @@ XFT_AVX512BF16 inline Chunk chunk_as_bf16_normals(const uint8_t* q) {
 }
 
 template <int M, bool kPatch>
-XFT_AVX512BF16 void row_kernel_wide(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table,
-                                    std::ptrdiff_t ahead, const void* limit) {
+XFT_AVX512BF16 void row_kernel_wide(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table) {
   const uint8_t* q = w.row<uint8_t>(r);
   const float* multipliers = w.fp8_scale_bf16_dot.data() + static_cast<size_t>(w.fp8_scale_row[r]) * w.fp8_col_blocks;
   __m512 total[M];
   #pragma GCC unroll 4
   for (int j = 0; j < M; ++j) total[j] = _mm512_setzero_ps();
   for (int c = 0; c < w.ld; c += kWideBlock) {
-    prefetch_stream(q + c, ahead, limit);
-    prefetch_stream(q + c + kChunk, ahead, limit);
     const Chunk first = kPatch ? chunk_as_bf16(q + c, table) : chunk_as_bf16_normals(q + c);
     const Chunk second = kPatch ? chunk_as_bf16(q + c + kChunk, table) : chunk_as_bf16_normals(q + c + kChunk);
     const __m512 multiplier = _mm512_set1_ps(multipliers[c / kWideBlock]);
@@ -87,18 +82,75 @@ XFT_AVX512BF16 void row_kernel_wide(const PackedWeight& w, const uint16_t* x, fl
   for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, total[j]);
 }
 
+// One input, R rows side by side (rows[0..R)), each summed as
+// row_kernel_wide<1> sums it: R long streams in flight instead of one (see
+// gemv_bf16_avx512.cpp), and one load of x serves R rows.
+template <int R, bool kPatch>
+XFT_AVX512BF16 void rows_side_by_side(const PackedWeight& w, const uint16_t* x, float* y, const int* rows, __m512i table) {
+  const uint8_t* q[R];
+  const float* multipliers[R];
+  __m512 total[R];
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+    q[i] = w.row<uint8_t>(rows[i]);
+    multipliers[i] = w.fp8_scale_bf16_dot.data() + static_cast<size_t>(w.fp8_scale_row[rows[i]]) * w.fp8_col_blocks;
+    total[i] = _mm512_setzero_ps();
+  }
+  for (int c = 0; c < w.ld; c += kWideBlock) {
+    const XChunk x0 = load_x(x + c), x1 = load_x(x + c + kChunk);
+    #pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const Chunk first = kPatch ? chunk_as_bf16(q[i] + c, table) : chunk_as_bf16_normals(q[i] + c);
+      const Chunk second = kPatch ? chunk_as_bf16(q[i] + c + kChunk, table) : chunk_as_bf16_normals(q[i] + c + kChunk);
+      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+      add_chunk(even, odd, first.even, first.odd, x0);
+      add_chunk(even, odd, second.even, second.odd, x1);
+      total[i] = add_block(total[i], even, odd, _mm512_set1_ps(multipliers[i][c / kWideBlock]));
+    }
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) y[rows[i]] = finish(w, rows[i], total[i]);
+}
+
+template <bool kPatch>
+XFT_AVX512BF16 void one_row_wide(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table) {
+  row_kernel_wide<1, kPatch>(w, x, y, r, table);
+}
+
+// Rows [rb, re) for one input as R streams: stream i takes the i-th of R
+// near-equal contiguous parts, one row of each at a time. A group with a row
+// that holds an exponent-0 byte takes the patching conversion.
+template <int R>
+XFT_AVX512BF16 void run_streams(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re, __m512i table) {
+  const int n = re - rb, part = n / R;
+  int rows[R];
+  for (int k = 0; k < part; ++k) {
+    bool patch = false;
+    for (int i = 0; i < R; ++i) {
+      rows[i] = rb + i * part + k;
+      patch |= w.fp8_row_exponent_zero[rows[i]] != 0;
+    }
+    if (patch) rows_side_by_side<R, true>(w, x, y, rows, table);
+    else rows_side_by_side<R, false>(w, x, y, rows, table);
+  }
+  for (int r = rb + R * part; r < re; ++r) {
+    if (w.fp8_row_exponent_zero[r]) one_row_wide<true>(w, x, y, r, table);
+    else one_row_wide<false>(w, x, y, r, table);
+  }
+}
+
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
   const __m512i table = subnormal_table();
-  const std::ptrdiff_t ahead = stream_prefetch_ahead();
-  const void* limit = ahead > 0 ? w.data.as<unsigned char>() + w.data.size() : w.data.as<unsigned char>();
+  if (M == 1 && g_streams == 2 && whole_wide_blocks(w) && !g_fp8_generic) return run_streams<2>(w, x, y, rb, re, table);
+  if (M == 1 && g_streams == 4 && whole_wide_blocks(w) && !g_fp8_generic) return run_streams<4>(w, x, y, rb, re, table);
   if (whole_wide_blocks(w) && !g_fp8_generic) {
     for (int r = rb; r < re; ++r) {
-      if (w.fp8_row_exponent_zero[r]) row_kernel_wide<M, true>(w, x, y, r, table, ahead, limit);
-      else row_kernel_wide<M, false>(w, x, y, r, table, ahead, limit);
+      if (w.fp8_row_exponent_zero[r]) row_kernel_wide<M, true>(w, x, y, r, table);
+      else row_kernel_wide<M, false>(w, x, y, r, table);
     }
   } else {
-    for (int r = rb; r < re; ++r) row_kernel<M>(w, x, y, r, table, ahead, limit);
+    for (int r = rb; r < re; ++r) row_kernel<M>(w, x, y, r, table);
   }
 }
 

@@ -21,12 +21,24 @@ inline std::ptrdiff_t g_prefetch_ahead = [] {
 }();
 inline std::ptrdiff_t stream_prefetch_ahead() { return g_prefetch_ahead; }
 inline bool g_fp8_generic = false;  // TEMPORARY (measurement)
+inline int g_streams = [] { const char* v = std::getenv("XFT_STREAMS"); return v ? std::atoi(v) : 1; }();
 
 // The line `ahead` bytes past p, unless that is at or past limit (the end of
 // the weight: bytes after it belong to something else).
 inline void prefetch_stream(const void* p, std::ptrdiff_t ahead, const void* limit) {
   const char* target = static_cast<const char*>(p) + ahead;
   if (target < static_cast<const char*>(limit)) _mm_prefetch(target, _MM_HINT_T0);
+}
+
+// TEMPORARY (measurement): "g" generic fp8 loop, "t" two row streams, then the distance.
+inline void apply_kernel_variant(const char* v) {
+  g_fp8_generic = false;
+  g_streams = 1;
+  for (; *v == 'g' || *v == 't' || *v == 'f'; ++v) {
+    if (*v == 'g') g_fp8_generic = true;
+    else g_streams = *v == 't' ? 2 : 4;
+  }
+  g_prefetch_ahead = std::atol(v);
 }
 
 }  // namespace xft::engine
