@@ -31,7 +31,6 @@
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/ops.h"
-#include "engine/kernels/stream_prefetch.h"
 #include "engine/kernels/thread_pool.h"
 
 using namespace xft::engine;
@@ -219,36 +218,13 @@ int main(int argc, char** argv) {
   };
   char per_expert_name[64];
   std::snprintf(per_expert_name, sizeof per_expert_name, "per expert (%d regions)", 2 * opt.topk);
-  std::vector<DecodeSchedule> decode;
-  std::vector<long> aheads;
-  std::vector<bool> generic(4, false);
-  std::vector<std::string> labels;
-  const char* list = std::getenv("XFT_PREFETCH_LIST");
-  std::string l = list ? list : "";
-  if (l.empty()) {
-    decode = {{per_expert_name, &experts, Schedule::per_expert_gemv, {}, {}},
-              {"grouped (2 regions)", &experts, Schedule::grouped, {}, {}},
-              {"grouped, one arena", &arena_experts, Schedule::grouped, {}, {}},
-              {"arena, x staged once", &arena_experts, Schedule::grouped_one_row, {}, {}}};
-    aheads.assign(4, g_prefetch_ahead);
-  } else {
-    labels.reserve(32);
-    generic.clear();
-    size_t b = 0;
-    while (b <= l.size()) {
-      size_t e = std::min(l.find(',', b), l.size());
-      labels.push_back("arena, once, ahead " + l.substr(b, e - b));
-      generic.push_back(l[b] == 'g');
-      aheads.push_back(std::atol(l.substr(b + (l[b] == 'g'), e - b).c_str()));
-      b = e + 1;
-    }
-    for (const std::string& name : labels) decode.push_back({name.c_str(), &arena_experts, Schedule::grouped_one_row, {}, {}});
-  }
+  DecodeSchedule decode[] = {{per_expert_name, &experts, Schedule::per_expert_gemv, {}, {}},
+                             {"grouped (2 regions)", &experts, Schedule::grouped, {}, {}},
+                             {"grouped, one arena", &arena_experts, Schedule::grouped, {}, {}},
+                             {"arena, x staged once", &arena_experts, Schedule::grouped_one_row, {}, {}}};
   std::vector<double> pass_gbps;
   for (int round = 0; round < opt.rounds * 4; ++round) {
-    for (size_t di = 0; di < decode.size(); ++di) {
-      DecodeSchedule& d = decode[di];
-      if (!labels.empty()) apply_kernel_variant(labels[di].c_str() + std::string("arena, once, ahead ").size());
+    for (DecodeSchedule& d : decode) {
       const Routing r = route(opt, 1, rng);
       const double t0 = now_seconds();
       run_experts(*d.experts, r, x1.data(), opt, d.schedule, scratch, pool);

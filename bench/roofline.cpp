@@ -37,7 +37,6 @@
 #include "engine/kernels/amx_linear.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/linear.h"
-#include "engine/kernels/stream_prefetch.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 
@@ -370,23 +369,7 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
   // second to second, and the pair measures both under the same conditions.
   std::vector<double> step_ms, fractions, pass_gbps;
   double wall = 0, cpu = 0;
-  // TEMPORARY (measurement): XFT_PREFETCH_LIST=a,b,g0 cycles the decode
-  // kernels' prefetch distance (g: the generic fp8 loop) step by step.
-  std::vector<std::string> variants;
-  if (const char* list = std::getenv("XFT_PREFETCH_LIST")) {
-    std::string l = list;
-    for (size_t b = 0; b <= l.size();) {
-      const size_t e = std::min(l.find(',', b), l.size());
-      if (e > b) variants.push_back(l.substr(b, e - b));
-      b = e + 1;
-    }
-  }
-  std::vector<std::vector<double>> variant_fraction(variants.size()), variant_ms(variants.size());
   for (int step = 0; step < opt.steps; ++step) {
-    const size_t v = variants.empty() ? 0 : step % variants.size();
-    if (!variants.empty()) {
-      apply_kernel_variant(variants[v].c_str());
-    }
     const Chunk chunk{seq.get(), {&next, 1}};
     xft::Expected<std::span<float>> logits = std::span<float>();
     const Timing t = timed(model.pool(), [&] { logits = model.forward({&chunk, 1}); });
@@ -401,14 +384,6 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
     const double pass_rate = probe.gigabytes() / probe.pass().wall;
     pass_gbps.push_back(pass_rate);
     fractions.push_back(out->bytes_per_token / t.wall / 1e9 / pass_rate);
-    if (!variants.empty()) {
-      variant_fraction[v].push_back(fractions.back());
-      variant_ms[v].push_back(t.wall * 1e3);
-    }
-  }
-  for (size_t v = 0; v < variants.size(); ++v) {
-    std::fprintf(stderr, "variant %s %s: %zu steps, median %.1f ms, paired %.1f%%\n", dtype_name.c_str(), variants[v].c_str(),
-                 variant_ms[v].size(), median(variant_ms[v]), 100 * median(variant_fraction[v]));
   }
   out->decode_ms = median(step_ms);
   out->decode_best_ms = *std::min_element(step_ms.begin(), step_ms.end());

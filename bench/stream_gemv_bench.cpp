@@ -18,7 +18,6 @@
 
 #include "bench/bench_common.h"
 #include "engine/kernels/linear.h"
-#include "engine/kernels/stream_prefetch.h"
 #include "engine/kernels/thread_pool.h"
 
 using namespace xft::engine;
@@ -76,20 +75,11 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<WeightFormat> formats;
-  std::vector<std::string> names;
-  std::vector<long> aheads;
-  std::vector<bool> generic;
-  const char* list = std::getenv("XFT_PREFETCH_LIST");
-  const std::vector<std::string> ahead_list = split(list ? list : "512");
-  for (const std::string& name : split(dtypes)) {
+  const std::vector<std::string> names = split(dtypes);
+  for (const std::string& name : names) {
     WeightFormat format;
     if (!parse_weight_format(name.c_str(), &format)) return usage(("--dtypes: unknown format " + name).c_str());
-    for (const std::string& a : ahead_list) {
-      formats.push_back(format);
-      names.push_back(name + "@" + a);
-      generic.push_back(a[0] == 'g');
-      aheads.push_back(std::atol(a.c_str() + (a[0] == 'g')));
-    }
+    formats.push_back(format);
   }
   if (formats.empty()) return usage("--dtypes: expected at least one format");
 
@@ -109,7 +99,6 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> us(formats.size()), paired(formats.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t f = 0; f < formats.size(); ++f) {
-      apply_kernel_variant(names[f].c_str() + names[f].find('@') + 1);
       if (cached) {
         // The first copy again and again: the kernel's own speed, weight in cache.
         const Linear& layer = layers[f][0];
@@ -131,7 +120,7 @@ int main(int argc, char** argv) {
   for (size_t f = 0; f < formats.size(); ++f) std::sort(us[f].begin(), us[f].end());
   for (size_t f = 0; f < formats.size(); ++f) {
     const double bytes = static_cast<double>(layers[f][0].weight_bytes());
-    std::printf("%-10s %-20s median %8.1f us (%5.1f GB/s)  best %8.1f us  paired %5.1f%%  speed vs %s %.2fx\n",
+    std::printf("%-6s %-28s median %8.1f us (%5.1f GB/s)  best %8.1f us  paired %5.1f%%  speed vs %s %.2fx\n",
                 names[f].c_str(), layers[f][0].kernel_name().c_str(), us[f][rounds / 2], bytes / us[f][rounds / 2] / 1e3,
                 us[f][0], 100 * xft::bench::median(paired[f]), names.back().c_str(), us.back()[rounds / 2] / us[f][rounds / 2]);
   }

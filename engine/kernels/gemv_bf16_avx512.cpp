@@ -3,16 +3,15 @@
 // lanes. One weight row at a time, for all M inputs; the weight is read exactly once.
 // The order per output is gemm_bf16_avx512_dot.h's, which the GEMM keeps.
 #include "engine/kernels/gemm_bf16_avx512_dot.h"
-#include "engine/kernels/stream_prefetch.h"  // TEMPORARY knobs
 
 namespace xft::engine {
 namespace {
 
 using bf16_avx512_dot::finish;
 
-// One weight row for M inputs (1..4): the row is read once as one sequential
-// stream (several short interleaved row streams defeat the hardware
-// prefetcher on narrow matrices), four accumulators per input over
+// One weight row for M inputs (1..4; one input alone reads four rows side by
+// side, below): the row is read once as one sequential stream, four
+// accumulators per input over
 // consecutive chunks hide the vdpbf16ps latency. Every M sums an input in the
 // same order, so each input gets bit for bit its result alone (the server
 // batches requests and must not change their answers). ld is a multiple of
@@ -79,6 +78,12 @@ XFT_AVX512BF16 inline void rows_side_by_side(const PackedWeight& w, const uint16
   for (int i = 0; i < R; ++i) y[rows[i]] = finish(w, rows[i], a[i][0], a[i][1], a[i][2], a[i][3]);
 }
 
+// Four streams: a task's 16 rows as four runs of 4. One thread on this VM
+// (Zen 4) streamed an expert's gate/up (1536x2048) at about 22 GB/s as one
+// stream and about 31 GB/s as four, its read pass at about 30
+// (bench_stream_gemv); two streams gave about 25.
+constexpr int kStreams = 4;
+
 // Rows [rb, re) for one input as R streams: stream i takes the i-th of R
 // near-equal contiguous parts, one row of each at a time.
 template <int R>
@@ -94,8 +99,7 @@ XFT_AVX512BF16 void run_streams(const PackedWeight& w, const uint16_t* x, float*
 
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
-  if (M == 1 && g_streams == 2) return run_streams<2>(w, x, y, rb, re);
-  if (M == 1 && g_streams == 4) return run_streams<4>(w, x, y, rb, re);
+  if (M == 1) return run_streams<kStreams>(w, x, y, rb, re);
   for (int r = rb; r < re; ++r) row_streams<M>(w, x, y, r);
 }
 
