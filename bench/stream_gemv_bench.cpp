@@ -3,10 +3,14 @@
 // (together past the last-level cache), so a kernel's figure is its memory
 // stream, which the cached benchmarks (bench_kernels) do not show. Formats
 // are alternated round by round and timed in thread CPU time, so other
-// processes on a shared machine move the figures less than the ratios.
-// Usage: bench_stream_gemv [--shape OUTxIN] [--copies N] [--rounds N] [--dtypes int4,int8]
-// Prints the median and best microseconds per call of each format and each
-// format's speed against the last one.
+// processes on a shared machine move the figures less than the ratios; a
+// one-thread read pass after each format's round gives "paired" (the round's
+// wall-clock GB/s over that pass's). --cached instead calls the first copy
+// `copies` times: the kernel's own speed with the weight in cache (the
+// ceiling its stream can reach).
+// Usage: bench_stream_gemv [--shape OUTxIN] [--copies N] [--rounds N] [--dtypes int4,int8] [--cached]
+// Prints the median (and its GB/s of weight bytes) and best microseconds per
+// call of each format, its paired fraction, and its speed against the last one.
 #include <time.h>
 
 #include <algorithm>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "engine/kernels/linear.h"
 #include "engine/kernels/thread_pool.h"
 
@@ -41,7 +46,7 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr, "bench_stream_gemv: %s\nusage: bench_stream_gemv [--shape OUTxIN] [--copies N] [--rounds N] [--dtypes int4,int8]\n", why);
+  std::fprintf(stderr, "bench_stream_gemv: %s\nusage: bench_stream_gemv [--shape OUTxIN] [--copies N] [--rounds N] [--dtypes int4,int8] [--cached]\n", why);
   return 2;
 }
 
@@ -50,8 +55,13 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   int out = 1536, in = 8960, copies = 24, rounds = 15;
   std::string dtypes = "int4,int8";
+  bool cached = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--cached") {
+      cached = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage(("missing value after " + arg).c_str());
     const char* value = argv[++i];
     if (arg == "--shape") {
@@ -87,18 +97,37 @@ int main(int argc, char** argv) {
     for (int c = 0; c < copies; ++c) layers[f].emplace_back(weight.data(), out, in, formats[f]);
   }
   ThreadPool pool(1);
-  std::vector<std::vector<double>> us(formats.size());
+  // A read pass right after each format's round: the bandwidth of that
+  // moment, which other processes on a shared machine move by 2x.
+  xft::bench::ReadProbe probe(pool, 0.25);
+  std::vector<std::vector<double>> us(formats.size()), paired(formats.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t f = 0; f < formats.size(); ++f) {
-      const double t0 = thread_seconds();
+      if (cached) {
+        // The first copy again and again: the kernel's own speed, weight in cache.
+        const Linear& layer = layers[f][0];
+        layer.forward(x.data(), 1, y.data(), pool);
+        const double t0 = thread_seconds();
+        for (int c = 0; c < copies; ++c) layer.forward(x.data(), 1, y.data(), pool);
+        us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+        continue;
+      }
+      const double t0 = thread_seconds(), wall0 = xft::bench::now_seconds();
       for (const Linear& layer : layers[f]) layer.forward(x.data(), 1, y.data(), pool);
       us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+      const double gbps = static_cast<double>(layers[f][0].weight_bytes()) * copies / (xft::bench::now_seconds() - wall0) / 1e9;
+      paired[f].push_back(gbps / probe.pass_gbps());
     }
   }
-  std::printf("%dx%d, %d copies, %d rounds, 1 thread (thread CPU time per call)\n", out, in, copies, rounds);
+  std::printf("%dx%d, %d copies, %d rounds, 1 thread (thread CPU time per call)%s\n", out, in, copies, rounds,
+              cached ? ", weight in cache" : "");
   for (size_t f = 0; f < formats.size(); ++f) std::sort(us[f].begin(), us[f].end());
   for (size_t f = 0; f < formats.size(); ++f) {
-    std::printf("%-6s %-28s median %8.1f us  best %8.1f us  speed vs %s %.2fx\n", names[f].c_str(), layers[f][0].kernel_name().c_str(),
-                us[f][rounds / 2], us[f][0], names.back().c_str(), us.back()[rounds / 2] / us[f][rounds / 2]);
+    const double bytes = static_cast<double>(layers[f][0].weight_bytes());
+    char paired_text[32] = "";
+    if (!cached) std::snprintf(paired_text, sizeof paired_text, "  paired %5.1f%%", 100 * xft::bench::median(paired[f]));
+    std::printf("%-6s %-28s median %8.1f us (%5.1f GB/s)  best %8.1f us%s  speed vs %s %.2fx\n", names[f].c_str(),
+                layers[f][0].kernel_name().c_str(), us[f][rounds / 2], bytes / us[f][rounds / 2] / 1e3, us[f][0],
+                paired_text, names.back().c_str(), us.back()[rounds / 2] / us[f][rounds / 2]);
   }
 }

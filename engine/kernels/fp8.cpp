@@ -106,6 +106,13 @@ void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
       w.fp8_scale_row[r] = first_scale_row + i / src.block_rows;
     }
   }
+  w.fp8_scale_bf16_dot.resize(w.fp8_scale.size());
+  for (size_t i = 0; i < w.fp8_scale.size(); ++i) w.fp8_scale_bf16_dot[i] = w.fp8_scale[i] * kFp8Bf16ScaleBack;
+  w.fp8_row_exponent_zero.resize(w.out);
+  for (int row = 0; row < w.out; ++row) {
+    const uint8_t* q = w.row<uint8_t>(row);
+    w.fp8_row_exponent_zero[row] = std::any_of(q, q + w.ld, [](uint8_t b) { return (b & 0x78) == 0; });
+  }
 }
 
 const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {

@@ -56,6 +56,13 @@ struct PackedWeight {
   int fp8_col_blocks = 0;
   std::vector<float> fp8_scale;         // [scale rows][fp8_col_blocks]
   std::vector<int32_t> fp8_scale_row;   // [out]
+  // What only the AVX512-BF16 decode kernel reads (gemv_fp8_avx512bf16.cpp):
+  // fp8_scale times kFp8Bf16ScaleBack, the block multipliers it would
+  // otherwise form block by block; and per row whether any byte has exponent
+  // field 0 (zero, subnormal or padding), the bytes its conversion must patch
+  // (rows without one skip the per-chunk test).
+  std::vector<float> fp8_scale_bf16_dot;     // like fp8_scale
+  std::vector<uint8_t> fp8_row_exponent_zero;  // [out]
   // The AMX tile packing (amx_linear.h); set: every forward_gemv runs on AMX.
   std::shared_ptr<const AmxPackedWeight> amx;
 
