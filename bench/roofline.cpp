@@ -403,6 +403,9 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
     step_ms.push_back(t.wall * 1e3);
     wall += t.wall;
     cpu += t.cpu_per_thread;
+    // The model's idle workers spin for up to XFT_SPIN_US (200 us) before
+    // they sleep; the pass starts after that, so they do not take its cycles.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const double pass_rate = probe.gigabytes() / probe.pass().wall;
     pass_gbps.push_back(pass_rate);
     fractions.push_back(out->bytes_per_token / t.wall / 1e9 / pass_rate);
@@ -658,7 +661,10 @@ int main(int argc, char** argv) {
   }
   std::vector<int> cpus;
   for (int i = 0; i < opt.threads; ++i) cpus.push_back(i % static_cast<int>(std::thread::hardware_concurrency()));
-  ThreadPool pool(opt.threads, cpus);
+  // The read passes share the model's cpus: a worker of this pool that spun
+  // after a pass would take cycles from the model's next step, so it sleeps
+  // at once (spin 0).
+  ThreadPool pool(opt.threads, cpus, 0);
 
   std::printf("cpu features: %s\n", describe(cpu_features()).c_str());
   std::printf("kernel family: %s, threads: %d\n", isa_name(active_isa()), pool.size());
