@@ -20,8 +20,8 @@ void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int
         for (int j = 0; j < m; ++j) dot[j] += q * xf[static_cast<size_t>(j) * w.ld + s];
       }
       const size_t sg = int4_param_index(w, r, g);
-      const float scale = f16_to_f32(int4_scales(w)[sg]);
-      const float zero = int4_zeros(w)[sg];
+      const float scale = f16_to_f32(w.group_scale[sg]);
+      const float zero = w.group_zero[sg];
       for (int j = 0; j < m; ++j) {
         acc[j] += scale * (dot[j] - zero * xs.group_sums[static_cast<size_t>(j) * w.groups + g]);
       }

@@ -95,8 +95,8 @@ template <int M, int RUNS>
 XFT_AVX512VNNI inline void tile_rows(const PackedWeight& w, const int8_t* x, const float* x_scale, const float* sums,
                                      float* y, int r0, int rb, int re) {
   const uint8_t* tile = int4_tile(w, r0);
-  const uint16_t* s16 = int4_scales(w) + int4_param_index(w, r0, 0);
-  const uint8_t* z8 = int4_zeros(w) + int4_param_index(w, r0, 0);
+  const uint16_t* s16 = w.group_scale.data() + int4_param_index(w, r0, 0);
+  const uint8_t* z8 = w.group_zero.data() + int4_param_index(w, r0, 0);
   __m512 acc[M], zero_share[M];
   #pragma GCC unroll 4
   for (int j = 0; j < M; ++j) acc[j] = zero_share[j] = _mm512_setzero_ps();

@@ -404,7 +404,7 @@ Isa Linear::isa() const { return packed_ ? packed_->isa : Isa::scalar; }
 size_t Linear::weight_bytes() const {
   if (!packed_) return 0;
   return static_cast<size_t>(packed_->out) * packed_->row_bytes() + packed_->scales.size() * sizeof(float) +
-         (packed_->format == WeightFormat::int4 ? int4_param_bytes(*packed_) : 0) +
+         packed_->group_scale.size() * sizeof(uint16_t) + packed_->group_zero.size() +
          packed_->fp8_scale.size() * sizeof(float);
 }
 

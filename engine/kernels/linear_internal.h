@@ -46,11 +46,6 @@ struct PackedWeight {
   bool int4_interleaved = false;        // rows in tiles of 16 (the VNNI kernel's layout)
   std::vector<uint16_t> group_scale;    // IEEE half, in row blocks (int4_param_index)
   std::vector<uint8_t> group_zero;      // the same layout
-  // Interleaved: the scales and zeros are in `data` after the tiles instead
-  // (their byte offsets there; 0: in group_scale / group_zero). Read through
-  // int4_scales / int4_zeros (quant_int4.h).
-  size_t int4_scale_offset = 0;
-  size_t int4_zero_offset = 0;
   std::vector<int32_t> slot_input;      // [ld]: input index of a slot, -1 for padding;
                                         // empty when slot c is input c (padding only at the end)
   Int4X int4_x = Int4X::f32;            // how the decode kernel wants x staged

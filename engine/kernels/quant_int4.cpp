@@ -144,24 +144,9 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   for (int c = 0; c < in; ++c) place[c] = nibble_place(w, slot_of[c]);
   const int param_rows = int4_param_rows(w);
   const size_t padded_rows = static_cast<size_t>((w.out + param_rows - 1) / param_rows) * param_rows;
-  const size_t params = padded_rows * w.groups;
-  uint16_t* scales = nullptr;
-  uint8_t* zeros = nullptr;
-  if (w.int4_interleaved) {
-    auto to64 = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
-    w.int4_scale_offset = to64(padded_rows * w.ld / 2);
-    w.int4_zero_offset = w.int4_scale_offset + to64(params * sizeof(uint16_t));
-    w.data.resize(w.int4_zero_offset + params);
-    scales = reinterpret_cast<uint16_t*>(w.data.as<uint8_t>() + w.int4_scale_offset);
-    zeros = w.data.as<uint8_t>() + w.int4_zero_offset;
-  } else {
-    w.int4_scale_offset = w.int4_zero_offset = 0;
-    w.data.resize(static_cast<size_t>(w.out) * w.ld / 2);
-    w.group_scale.assign(params, 0);
-    w.group_zero.assign(params, 0);
-    scales = w.group_scale.data();
-    zeros = w.group_zero.data();
-  }
+  w.data.resize((w.int4_interleaved ? padded_rows : static_cast<size_t>(w.out)) * w.ld / 2);
+  w.group_scale.assign(padded_rows * w.groups, 0);
+  w.group_zero.assign(padded_rows * w.groups, 0);
   int r = 0;
   for (const auto& block : blocks) {
     const Int4Rows& src = *block.int4;
@@ -170,8 +155,8 @@ void pack_int4(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
       const uint8_t* q = src.q + static_cast<size_t>(i) * in;
       for (int c = 0; c < in; ++c) dst[place[c].offset] |= static_cast<uint8_t>((q[c] & 15) << (place[c].high ? 4 : 0));
       for (int g = 0; g < w.groups; ++g) {
-        scales[int4_param_index(w, r, g)] = src.scale_f16[static_cast<size_t>(i) * w.groups + g];
-        zeros[int4_param_index(w, r, g)] = src.zero[static_cast<size_t>(i) * w.groups + g];
+        w.group_scale[int4_param_index(w, r, g)] = src.scale_f16[static_cast<size_t>(i) * w.groups + g];
+        w.group_zero[int4_param_index(w, r, g)] = src.zero[static_cast<size_t>(i) * w.groups + g];
       }
     }
   }
@@ -216,8 +201,8 @@ __attribute__((target("avx2"))) void dequantize_interleaved_avx2(const PackedWei
   const __m256i low4 = _mm256_set1_epi32(15);
   for (int g = 0; g < w.groups; ++g) {
     const size_t sg = int4_param_index(w, r, g);
-    const __m256 zv = _mm256_set1_ps(int4_zeros(w)[sg]);
-    const __m256 sv = _mm256_set1_ps(f16_to_f32(int4_scales(w)[sg]));
+    const __m256 zv = _mm256_set1_ps(w.group_zero[sg]);
+    const __m256 sv = _mm256_set1_ps(f16_to_f32(w.group_scale[sg]));
     for (int s = g * w.group_len; s < (g + 1) * w.group_len; s += 8) {
       int32_t four;
       std::memcpy(&four, base + static_cast<size_t>(s / 8) * 4 * kInt4TileRows, sizeof(four));
@@ -233,8 +218,8 @@ void dequantize_row_major(const PackedWeight& w, int r, float* dst) {
   const auto unit = w.isa >= Isa::avx2 ? dequantize_unit_avx2 : dequantize_unit;
   for (int g = 0; g < w.groups; ++g) {
     const size_t sg = int4_param_index(w, r, g);
-    const float s = f16_to_f32(int4_scales(w)[sg]);
-    const float z = int4_zeros(w)[sg];
+    const float s = f16_to_f32(w.group_scale[sg]);
+    const float z = w.group_zero[sg];
     const uint8_t* bytes = row + static_cast<size_t>(g) * w.group_len / 2;
     float* out = dst + static_cast<size_t>(g) * w.group_len;
     // Units as the layout cuts them: low nibbles first, then the high ones.

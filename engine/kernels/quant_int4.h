@@ -29,11 +29,7 @@
 // so one 64-byte load holds four consecutive slots of 16 rows in each half
 // of its nibbles: vpdpbusd against four broadcast x bytes leaves row i's
 // partial dot in lane i, and a group's 16 dots need no reduction across
-// lanes. Scales and zeros are in blocks of 16 rows, [out / 16][groups][16],
-// and they follow the tiles in the same buffer (scales, then zeros, each
-// from a 64-byte boundary): a decode step streams them from the weights'
-// huge pages, and an arena that takes the weights (Linear::move_data_into)
-// takes them too. The row-major layout keeps them in group_scale / group_zero.
+// lanes. Scales and zeros are in blocks of 16 rows, [out / 16][groups][16].
 // A decode step reads ld / 2 + 3 · groups bytes per row in both layouts.
 #pragma once
 
@@ -58,21 +54,6 @@ inline int int4_param_rows(const PackedWeight& w) { return w.int4_interleaved ? 
 inline size_t int4_param_index(const PackedWeight& w, int r, int g) {
   const int rows = int4_param_rows(w);
   return (static_cast<size_t>(r / rows) * w.groups + g) * rows + r % rows;
-}
-
-// The scales (f16 bits) and zeros of every row and group, at int4_param_index.
-inline const uint16_t* int4_scales(const PackedWeight& w) {
-  return w.int4_scale_offset ? reinterpret_cast<const uint16_t*>(w.data.as<uint8_t>() + w.int4_scale_offset)
-                             : w.group_scale.data();
-}
-inline const uint8_t* int4_zeros(const PackedWeight& w) {
-  return w.int4_zero_offset ? w.data.as<uint8_t>() + w.int4_zero_offset : w.group_zero.data();
-}
-
-// Bytes of the scales and zeros (rows rounded up to whole parameter blocks).
-inline size_t int4_param_bytes(const PackedWeight& w) {
-  const size_t rows = (static_cast<size_t>(w.out) + int4_param_rows(w) - 1) / int4_param_rows(w) * int4_param_rows(w);
-  return rows * w.groups * (sizeof(uint16_t) + sizeof(uint8_t));
 }
 
 // First byte of the interleaved tile holding row r.
