@@ -60,7 +60,7 @@ struct AttentionShape {
 void bench_attention(ThreadPool& pool) {
   std::printf("\n== attention (bf16 KV cache) ==\n");
   std::printf("%-10s %8s %6s %10s %10s %12s\n", "model", "context", "rows", "us/call", "KV MB", "KV GB/s");
-  for (const AttentionShape& s : {AttentionShape{"0.5B", 14, 2, 64}, AttentionShape{"1.5B", 12, 2, 128}}) {
+  for (const AttentionShape& s : {AttentionShape{"0.5B", 14, 2, 64}, AttentionShape{"1.5B", 12, 2, 128}, AttentionShape{"30B-A3B", 32, 4, 128}}) {
     for (int context : {512, 2048, 8192}) {
       KvCache cache(s.kv_heads, s.head_dim, context, KvFormat::bf16);
       const int kv_width = s.kv_heads * s.head_dim;
