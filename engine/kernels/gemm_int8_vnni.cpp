@@ -2,11 +2,12 @@
 // panel of weight rows, each input's outputs bit for bit what gemv_int8_vnni
 // gives it alone (both run gemv_int8_vnni_tile.h's tiles: an exact integer
 // dot per row and block, the float steps per block in increasing order).
-// Only the order of the work differs: each tile of 16 weight rows (32 KiB
-// at 2048 inputs) meets every chunk of up to kInputsPerChunk inputs in turn
-// while it sits in L1, one 64-byte weight load feeding a vpdpbusd per input
-// of the chunk, and the caller hands each thread panels of rows sized to
-// stay in L2 (gemm_int8_vnni_panel_rows).
+// Only the order of the work differs: the caller hands each thread panels
+// of rows sized to stay in L2 (gemm_int8_vnni_panel_rows), and each chunk of
+// up to kInputsPerChunk inputs (16 KiB at 2048 inputs: L1) passes over the
+// panel's tiles of 16 rows, one 64-byte weight load feeding a vpdpbusd per
+// input of the chunk. Chunks outside, tiles inside: a prompt's staged
+// inputs (1 MiB at 512 x 2048) would not stay in L2 for every tile.
 #include <algorithm>
 #include <cstddef>
 
@@ -55,10 +56,12 @@ int gemm_int8_vnni_panel_rows(const PackedWeight& w) {
 
 void gemm_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
   const Int8StagedX& xs = *static_cast<const Int8StagedX*>(x);
-  for (int r0 = row_begin / kInt8TileRows * kInt8TileRows; r0 < row_end; r0 += kInt8TileRows) {
-    for (int j0 = 0; j0 < m; j0 += kInputsPerChunk) {
-      const int inputs = std::min(kInputsPerChunk, m - j0);
-      tile_of_chunk(w, inputs_from(w, xs, j0), inputs, y + static_cast<size_t>(j0) * w.out, r0, row_begin, row_end);
+  for (int j0 = 0; j0 < m; j0 += kInputsPerChunk) {
+    const int inputs = std::min(kInputsPerChunk, m - j0);
+    const Int8StagedX chunk = inputs_from(w, xs, j0);
+    float* y_chunk = y + static_cast<size_t>(j0) * w.out;
+    for (int r0 = row_begin / kInt8TileRows * kInt8TileRows; r0 < row_end; r0 += kInt8TileRows) {
+      tile_of_chunk(w, chunk, inputs, y_chunk, r0, row_begin, row_end);
     }
   }
 }

@@ -278,6 +278,7 @@ struct Gemm {
   GemvKernel kernel = nullptr;
   int (*panel_rows)(const PackedWeight&) = nullptr;
   bool beats_onednn_f32 = false;
+  bool beats_onednn_bf16 = false;
 };
 
 // The batch-invariant GEMM of a decode kernel, where there is one: none
@@ -285,7 +286,7 @@ struct Gemm {
 Gemm pick_gemm(GemvKernel gemv) {
   if (gemv == gemv_avx2) return {gemm_avx2, gemm_avx2_panel_rows, true};
   if (gemv == gemv_bf16_avx512) return {gemm_bf16_avx512, gemm_bf16_avx512_panel_rows};
-  if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
+  if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows, true, true};
   if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
   if (gemv == gemv_int4_vnni) return {gemm_int4_vnni, gemm_int4_vnni_panel_rows};
   if (gemv == gemv_fp8_avx512bf16) return {gemm_fp8_avx512bf16, gemm_fp8_avx512bf16_panel_rows};
@@ -366,10 +367,12 @@ void int8_unpack_rows(const PackedWeight& w, int r0, int rows, int8_t* dst) {
     std::memcpy(dst, w.row<int8_t>(r0), static_cast<size_t>(rows) * w.ld);
     return;
   }
-  const uint8_t* data = w.data.as<uint8_t>();
   for (int i = 0; i < rows; ++i) {
+    const uint8_t* lane = int8_tile(w, r0 + i) + static_cast<size_t>((r0 + i) % kInt8TileRows) * 4;
     int8_t* row = dst + static_cast<size_t>(i) * w.ld;
-    for (int c = 0; c < w.ld; ++c) row[c] = static_cast<int8_t>(data[int8_tiled_offset(w, r0 + i, c)] - 128);
+    for (int c = 0; c < w.ld; c += 4) {
+      for (int k = 0; k < 4; ++k) row[c + k] = static_cast<int8_t>(lane[c * kInt8TileRows + k] ^ 0x80);
+    }
   }
 }
 
@@ -520,8 +523,14 @@ bool Linear::prefill_batch_invariant() const {
   // plain prefill there.
   // A weight packed for AMX runs every m on the tiles (emulated ones too, so
   // a test or serve_batching run sees one kernel for decode and prefill).
+  // The int8 VNNI GEMM is the exception: one vpdpbusd per 64 products, a
+  // row per lane, where oneDNN widens the int8 tiles to bf16 for its matmul;
+  // bench_kernels --only linear --dtype int8 (same machine) measured it at
+  // 3-24x oneDNN for m = 32..512.
   if (packed_ && packed_->amx) return true;
-  return packed_ && pick_gemm(pick_gemv(*packed_)).beats_onednn_f32 && !onednn_bf16_matmul_available();
+  if (!packed_) return false;
+  const Gemm gemm = pick_gemm(pick_gemv(*packed_));
+  return gemm.beats_onednn_bf16 || (gemm.beats_onednn_f32 && !onednn_bf16_matmul_available());
 }
 
 void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {
