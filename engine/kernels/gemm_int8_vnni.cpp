@@ -56,13 +56,17 @@ int gemm_int8_vnni_panel_rows(const PackedWeight& w) {
 
 void gemm_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end) {
   const Int8StagedX& xs = *static_cast<const Int8StagedX*>(x);
-  for (int j0 = 0; j0 < m; j0 += kInputsPerChunk) {
-    const int inputs = std::min(kInputsPerChunk, m - j0);
+  // Chunks of nearly equal size (33 inputs: 7, 7, 7, 6, 6), not a short
+  // last one whose weight loads would each feed few vpdpbusd.
+  const int chunks = (m + kInputsPerChunk - 1) / kInputsPerChunk;
+  for (int c = 0, j0 = 0; c < chunks; ++c) {
+    const int inputs = (m - j0) / (chunks - c) + ((m - j0) % (chunks - c) != 0);
     const Int8StagedX chunk = inputs_from(w, xs, j0);
     float* y_chunk = y + static_cast<size_t>(j0) * w.out;
     for (int r0 = row_begin / kInt8TileRows * kInt8TileRows; r0 < row_end; r0 += kInt8TileRows) {
       tile_of_chunk(w, chunk, inputs, y_chunk, r0, row_begin, row_end);
     }
+    j0 += inputs;
   }
 }
 
