@@ -79,14 +79,15 @@ void pack_bf16_tiles(const PackedWeight& w, AmxPackedWeight& packed) {
 // The int8 layout: row k holds inputs (kt * 64 + 4k .. +3) of output n at bytes 4n .. 4n + 3.
 void pack_int8_tiles(const PackedWeight& w, AmxPackedWeight& packed) {
   int8_t* dst = packed.tiles.as<int8_t>();
+  std::vector<int8_t> row(w.ld);
   for (int block = 0; block < packed.blocks; ++block) {
     for (int n = 0; n < kAmxBlockRows; ++n) {
       const int r = block * kAmxBlockRows + n;
       if (r >= w.out) break;
-      const int8_t* row = w.row<int8_t>(r);
+      int8_unpack_rows(w, r, 1, row.data());
       for (int kt = 0; kt < packed.k_tiles; ++kt) {
         int8_t* tile = dst + (static_cast<size_t>(block) * packed.k_tiles + kt) * kAmxTileBytes;
-        for (int k = 0; k < kAmxMaxRows; ++k) std::memcpy(tile + k * 64 + 4 * n, row + kt * 64 + 4 * k, 4);
+        for (int k = 0; k < kAmxMaxRows; ++k) std::memcpy(tile + k * 64 + 4 * n, row.data() + kt * 64 + 4 * k, 4);
       }
     }
   }

@@ -58,10 +58,11 @@ void pack_row(PackedWeight& w, int r, const SourceRows& src, int src_row, float*
       float max_abs = 0.0f;
       for (int c = 0; c < in; ++c) max_abs = std::max(max_abs, std::fabs(tmp[c]));
       const float scale = max_abs > 0.0f ? max_abs / 127.0f : 1.0f;
-      int8_t* dst = w.data.as<int8_t>() + static_cast<size_t>(r) * w.ld;
       for (int c = 0; c < in; ++c) {
         const float q = std::nearbyint(tmp[c] / scale);
-        dst[c] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+        const int8_t value = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+        if (w.int8_tiled) w.data.as<uint8_t>()[int8_tiled_offset(w, r, c)] = static_cast<uint8_t>(value + 128);
+        else w.data.as<int8_t>()[static_cast<size_t>(r) * w.ld + c] = value;
       }
       w.scales[r] = scale;
       break;
@@ -145,7 +146,11 @@ std::unique_ptr<PackedWeight> pack(const std::vector<LinearBlock>& blocks, int i
     else pack_fp8_quantizing(*w, blocks);
   } else {
     w->ld = padded(in);
-    w->data.resize(static_cast<size_t>(out) * w->ld * w->element_bytes());
+    w->int8_tiled = format == WeightFormat::int8 && w->use_int8_dot;
+    const int rows = w->int8_tiled ? (out + kInt8TileRows - 1) / kInt8TileRows * kInt8TileRows : out;
+    w->data.resize(static_cast<size_t>(rows) * w->ld * w->element_bytes());
+    // Padding (columns, and the tiles' extra rows) holds weight 0: q + 128 when tiled.
+    if (w->int8_tiled) std::memset(w->data.as<uint8_t>(), 128, static_cast<size_t>(rows) * w->ld);
     if (format == WeightFormat::int8) w->scales.assign(out, 1.0f);
     std::vector<float> tmp(in);
     int r = 0;
@@ -273,6 +278,7 @@ struct Gemm {
   GemvKernel kernel = nullptr;
   int (*panel_rows)(const PackedWeight&) = nullptr;
   bool beats_onednn_f32 = false;
+  bool beats_onednn_bf16 = false;
 };
 
 // The batch-invariant GEMM of a decode kernel, where there is one: none
@@ -280,7 +286,7 @@ struct Gemm {
 Gemm pick_gemm(GemvKernel gemv) {
   if (gemv == gemv_avx2) return {gemm_avx2, gemm_avx2_panel_rows, true};
   if (gemv == gemv_bf16_avx512) return {gemm_bf16_avx512, gemm_bf16_avx512_panel_rows};
-  if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows};
+  if (gemv == gemv_int8_vnni) return {gemm_int8_vnni, gemm_int8_vnni_panel_rows, true, true};
   if (gemv == gemv_int4_avx512) return {gemm_int4_avx512, gemm_int4_avx512_panel_rows};
   if (gemv == gemv_int4_vnni) return {gemm_int4_vnni, gemm_int4_vnni_panel_rows};
   if (gemv == gemv_fp8_avx512bf16) return {gemm_fp8_avx512bf16, gemm_fp8_avx512bf16_panel_rows};
@@ -355,6 +361,20 @@ std::atomic<int>& int4_dot_slot() {
 }
 
 }  // namespace
+
+void int8_unpack_rows(const PackedWeight& w, int r0, int rows, int8_t* dst) {
+  if (!w.int8_tiled) {
+    std::memcpy(dst, w.row<int8_t>(r0), static_cast<size_t>(rows) * w.ld);
+    return;
+  }
+  for (int i = 0; i < rows; ++i) {
+    const uint8_t* lane = int8_tile(w, r0 + i) + static_cast<size_t>((r0 + i) % kInt8TileRows) * 4;
+    int8_t* row = dst + static_cast<size_t>(i) * w.ld;
+    for (int c = 0; c < w.ld; c += 4) {
+      for (int k = 0; k < 4; ++k) row[c + k] = static_cast<int8_t>(lane[c * kInt8TileRows + k] ^ 0x80);
+    }
+  }
+}
 
 Int4Dot int4_dot() { return static_cast<Int4Dot>(int4_dot_slot().load(std::memory_order_relaxed)); }
 void set_int4_dot(Int4Dot dot) { int4_dot_slot().store(static_cast<int>(dot), std::memory_order_relaxed); }
@@ -437,9 +457,13 @@ void Linear::dequantize_row(int r, float* out) const {
     case WeightFormat::f32: std::memcpy(out, w.row<float>(r), sizeof(float) * w.in); break;
     case WeightFormat::bf16: bf16_to_f32(w.row<uint16_t>(r), out, w.in); break;
     case WeightFormat::f16: f16_to_f32(w.row<uint16_t>(r), out, w.in); break;
-    case WeightFormat::int8:
-      for (int c = 0; c < w.in; ++c) out[c] = static_cast<float>(w.row<int8_t>(r)[c]) * w.scales[r];
+    case WeightFormat::int8: {
+      thread_local std::vector<int8_t> row;
+      row.resize(w.ld);
+      int8_unpack_rows(w, r, 1, row.data());
+      for (int c = 0; c < w.in; ++c) out[c] = static_cast<float>(row[c]) * w.scales[r];
       break;
+    }
     case WeightFormat::fp8: {
       thread_local std::vector<float> row;
       row.resize(w.ld);
@@ -499,8 +523,14 @@ bool Linear::prefill_batch_invariant() const {
   // plain prefill there.
   // A weight packed for AMX runs every m on the tiles (emulated ones too, so
   // a test or serve_batching run sees one kernel for decode and prefill).
+  // The int8 VNNI GEMM is the exception: one vpdpbusd per 64 products, a
+  // row per lane, where oneDNN widens the int8 tiles to bf16 for its matmul;
+  // bench_kernels --only linear --dtype int8 (same machine) measured it at
+  // 3-24x oneDNN for m = 32..512.
   if (packed_ && packed_->amx) return true;
-  return packed_ && pick_gemm(pick_gemv(*packed_)).beats_onednn_f32 && !onednn_bf16_matmul_available();
+  if (!packed_) return false;
+  const Gemm gemm = pick_gemm(pick_gemv(*packed_));
+  return gemm.beats_onednn_bf16 || (gemm.beats_onednn_f32 && !onednn_bf16_matmul_available());
 }
 
 void Linear::forward(const float* x, int m, float* y, ThreadPool& pool) const {

@@ -23,8 +23,9 @@
 //    m <= kGemvMaxRows the decode kernels; larger m the AVX2 GEMM where it
 //    exists and oneDNN has no bf16 matmul (oneDNN would run the same float
 //    FMAs on widened tiles; bench_kernels --only linear measures the GEMM
-//    faster for small batches and on par at m = 512), else oneDNN
-//    (prefill_batch_invariant() says which).
+//    faster for small batches and on par at m = 512), and the AVX512-VNNI
+//    int8 GEMM always (oneDNN widens int8 to bf16 tiles: 3-24x slower),
+//    else oneDNN (prefill_batch_invariant() says which).
 // Fused projections: pass several LinearBlocks (q/k/v or gate/up rows); the
 // output row holds the blocks' columns one after the other.
 // The LM head for prefill: only the last position's logits are needed, so

@@ -38,6 +38,7 @@ struct PackedWeight {
   int ld = 0;               // padded row length in elements
   AlignedBuffer data;       // [out][ld] of f32 / bf16 bits / f16 bits / int8; int4: [out][ld / 2] bytes (quant_int4.h)
   std::vector<float> scales;  // int8: per output row
+  bool int8_tiled = false;    // int8 rows in tiles of kInt8TileRows (the VNNI kernels' layout, below)
   std::vector<float> bias;    // empty when there is none
   // int4 (layout in quant_int4.h): ld = groups * group_len slots per row,
   // group g in slots [g * group_len, (g + 1) * group_len).
@@ -86,6 +87,23 @@ struct PackedWeight {
   const uint8_t* int4_row(int r) const { return data.as<uint8_t>() + static_cast<size_t>(r) * (ld / 2); }
 };
 
+// The int8 layout of the AVX512-VNNI kernels (int8_tiled): tiles of
+// kInt8TileRows rows, out rounded up with zero rows; in a tile, the inputs
+// 4k .. 4k + 3 of its row i at bytes 64k + 4i, each stored as q + 128 (u8,
+// vpdpbusd's unsigned operand). One 64-byte load then feeds one vpdpbusd
+// that leaves each row's dot in its own lane: the per-block dot of a row is
+// exact without a horizontal add, for decode and GEMM alike.
+constexpr int kInt8TileRows = 16;
+inline const uint8_t* int8_tile(const PackedWeight& w, int r) {
+  return w.data.as<uint8_t>() + static_cast<size_t>(r / kInt8TileRows) * kInt8TileRows * w.ld;
+}
+inline size_t int8_tiled_offset(const PackedWeight& w, int r, int c) {
+  return static_cast<size_t>(r / kInt8TileRows) * kInt8TileRows * w.ld + static_cast<size_t>(c / 4) * 64 +
+         (r % kInt8TileRows) * 4 + c % 4;
+}
+// int8 rows [r0, r0 + rows) row-major into dst [rows][ld], whatever the layout.
+void int8_unpack_rows(const PackedWeight& w, int r0, int rows, int8_t* dst);
+
 // Decode kernels: y rows [row_begin, row_end) of all m <= kGemvMaxRows inputs.
 // x: m rows of ld elements, zero padded: float, or bf16 bits when
 // use_bf16_dot. y: m rows of w.out floats. Bias is added here.
@@ -126,7 +144,7 @@ int gemm_int4_avx512_panel_rows(const PackedWeight& w);
 // reads that layout as its x.
 struct Int8StagedX {
   const int8_t* q;         // [m][ld] int8, zero padded
-  const int32_t* neg_comp; // [m][ld / kInt8Block]: -128 · Σ q over the block (added to lane 0)
+  const int32_t* neg_comp; // [m][ld / kInt8Block]: -128 · Σ q over the block (every lane's start)
   const float* scale;      // [m][ld / kInt8Block]
 };
 const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "engine/kernels/linear_internal.h"
 #include "engine/kernels/ops.h"
@@ -118,6 +119,16 @@ void run_matmul(ThreadState& ts, dt src_type, dt weight_type, const void* a, int
   ts.stream->wait();
 }
 
+// int8 rows [r0, r0 + rows) row-major: in place, or unpacked from the VNNI
+// kernels' tiles into a per-thread copy.
+const int8_t* int8_rows(const PackedWeight& w, int r0, int rows) {
+  if (!w.int8_tiled) return w.row<int8_t>(r0);
+  thread_local std::vector<int8_t> copy;
+  copy.resize(static_cast<size_t>(rows) * w.ld);
+  int8_unpack_rows(w, r0, rows, copy.data());
+  return copy.data();
+}
+
 // f16, int8, int4 or fp8 rows [r0, r0 + rows) as bf16 into dst [rows][ld]; row: ld floats of scratch.
 void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float* row) {
   if (w.format == WeightFormat::int4 || w.format == WeightFormat::fp8) {
@@ -137,7 +148,7 @@ void convert_tile(const PackedWeight& w, int r0, int rows, uint16_t* dst, float*
   }
   // |q| <= 127 has at most 7 significant bits: its bf16 value is exact.
   const size_t count = static_cast<size_t>(rows) * w.ld;
-  const int8_t* src = w.row<int8_t>(r0);
+  const int8_t* src = int8_rows(w, r0, rows);
   if (use_avx512()) {
     int8_to_bf16_avx512(src, dst, count);
   } else {
@@ -158,7 +169,7 @@ void convert_tile_f32(const PackedWeight& w, int r0, int rows, float* dst) {
   } else if (w.format == WeightFormat::f16) {
     f16_to_f32(w.row<uint16_t>(r0), dst, count);
   } else {
-    const int8_t* src = w.row<int8_t>(r0);
+    const int8_t* src = int8_rows(w, r0, rows);
     for (size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
   }
 }
