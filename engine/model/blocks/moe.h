@@ -59,7 +59,7 @@ class MixtureOfExperts final : public FeedForward {
   // on huge pages. Each expert alone is a few MB (int4: under 2 MiB), which
   // on its own would lie partly or wholly on 4 KiB pages, and a decode step
   // jumps between 8 of them: bench_moe measured the experts' stream 20 %
-  // faster from one arena (int8, 2 threads, Zen 5 EPYC at 64 GB/s).
+  // faster from one arena (int8, 2 threads, Zen 4 EPYC at 64 GB/s).
   AlignedBuffer expert_data_;
   std::vector<DenseMlp> experts_;
   bool has_shared_ = false;
