@@ -13,7 +13,7 @@
 //      models' shapes (matrices rotated over copies that overflow the LLC)
 // Usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]
 //                       [--models a,b] [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]
-//                       [--alternate-only]
+//                       [--alternate-only] [--no-alternate]
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -54,6 +54,7 @@ struct Options {
   bool quick = false;
   bool kernels = false;
   bool alternate_only = false;
+  bool alternate = true;  // --no-alternate: skip it (it holds every dtype's model at once)
   int prompt = 512;
   int steps = 32;
   int layers = 0;  // > 0: the presets cut to their first N layers (MoE presets to fit a test machine)
@@ -633,6 +634,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else if (arg == "--quick") opt->quick = true;
     else if (arg == "--kernels") opt->kernels = true;
     else if (arg == "--alternate-only") opt->alternate_only = true;
+    else if (arg == "--no-alternate") opt->alternate = false;
     else if (arg == "--prompt") opt->prompt = std::max(1, std::atoi(next("--prompt")));
     else if (arg == "--steps") opt->steps = std::max(2, std::atoi(next("--steps")));
     else if (arg == "--models") opt->models = split_commas(next("--models"));
@@ -642,7 +644,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
       std::fprintf(stderr,
                    "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick] [--models a,b]\n"
                    "                      [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]\n"
-                   "                      [--alternate-only]\n");
+                   "                      [--alternate-only] [--no-alternate]\n");
       return false;
     }
   }
@@ -726,7 +728,8 @@ int main(int argc, char** argv) {
       {"0.5B lm_head", 151936, 896},
   };
   bench_engine(opt, cpus, probe, peaks);
-  bench_alternating(opt, cpus);
+  std::fflush(stdout);  // the table survives a later section running out of memory
+  if (opt.alternate) bench_alternating(opt, cpus);
   if (opt.kernels) {
     bench_gemv(pool, opt, bandwidth, shapes);
     bench_matmul(pool, opt, bf16_peak, shapes);
