@@ -11,8 +11,6 @@
 // Usage: bench_stream_gemv [--shape OUTxIN] [--copies N] [--rounds N] [--dtypes int4,int8] [--cached]
 // Prints the median (and its GB/s of weight bytes) and best microseconds per
 // call of each format, its paired fraction, and its speed against the last one.
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,12 +25,6 @@
 using namespace xft::engine;
 
 namespace {
-
-double thread_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 std::vector<std::string> split(const std::string& list) {
   std::vector<std::string> parts;
@@ -107,14 +99,14 @@ int main(int argc, char** argv) {
         // The first copy again and again: the kernel's own speed, weight in cache.
         const Linear& layer = layers[f][0];
         layer.forward(x.data(), 1, y.data(), pool);
-        const double t0 = thread_seconds();
+        const double t0 = xft::bench::thread_cpu_seconds();
         for (int c = 0; c < copies; ++c) layer.forward(x.data(), 1, y.data(), pool);
-        us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+        us[f].push_back((xft::bench::thread_cpu_seconds() - t0) / copies * 1e6);
         continue;
       }
-      const double t0 = thread_seconds(), wall0 = xft::bench::now_seconds();
+      const double t0 = xft::bench::thread_cpu_seconds(), wall0 = xft::bench::now_seconds();
       for (const Linear& layer : layers[f]) layer.forward(x.data(), 1, y.data(), pool);
-      us[f].push_back((thread_seconds() - t0) / copies * 1e6);
+      us[f].push_back((xft::bench::thread_cpu_seconds() - t0) / copies * 1e6);
       const double gbps = static_cast<double>(layers[f][0].weight_bytes()) * copies / (xft::bench::now_seconds() - wall0) / 1e9;
       paired[f].push_back(gbps / probe.pass_gbps());
     }

@@ -16,8 +16,6 @@
 namespace xft::engine {
 namespace {
 
-using int8_vnni_tile::tile_rows;
-
 // Inputs per pass over a tile: eight vpdpbusd per weight load, and their
 // eight accumulators (plus eight float ones) still in registers.
 constexpr int kInputsPerChunk = int8_vnni_tile::kInt8TileMaxInputs;
@@ -32,19 +30,6 @@ Int8StagedX inputs_from(const PackedWeight& w, const Int8StagedX& xs, int j0) {
   chunk.neg_comp += j0 * blocks;
   chunk.scale += j0 * blocks;
   return chunk;
-}
-
-void tile_of_chunk(const PackedWeight& w, const Int8StagedX& chunk, int inputs, float* y, int r0, int rb, int re) {
-  switch (inputs) {
-    case 1: tile_rows<1>(w, chunk, y, r0, rb, re); break;
-    case 2: tile_rows<2>(w, chunk, y, r0, rb, re); break;
-    case 3: tile_rows<3>(w, chunk, y, r0, rb, re); break;
-    case 4: tile_rows<4>(w, chunk, y, r0, rb, re); break;
-    case 5: tile_rows<5>(w, chunk, y, r0, rb, re); break;
-    case 6: tile_rows<6>(w, chunk, y, r0, rb, re); break;
-    case 7: tile_rows<7>(w, chunk, y, r0, rb, re); break;
-    default: tile_rows<8>(w, chunk, y, r0, rb, re); break;
-  }
 }
 
 }  // namespace
@@ -62,10 +47,7 @@ void gemm_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int r
   for (int c = 0, j0 = 0; c < chunks; ++c) {
     const int inputs = (m - j0) / (chunks - c) + ((m - j0) % (chunks - c) != 0);
     const Int8StagedX chunk = inputs_from(w, xs, j0);
-    float* y_chunk = y + static_cast<size_t>(j0) * w.out;
-    for (int r0 = row_begin / kInt8TileRows * kInt8TileRows; r0 < row_end; r0 += kInt8TileRows) {
-      tile_of_chunk(w, chunk, inputs, y_chunk, r0, row_begin, row_end);
-    }
+    int8_vnni_tile::run_inputs(w, chunk, inputs, y + static_cast<size_t>(j0) * w.out, row_begin, row_end);
     j0 += inputs;
   }
 }

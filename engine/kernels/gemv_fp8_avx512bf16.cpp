@@ -81,6 +81,13 @@ XFT_AVX512BF16 void row_kernel_wide(const PackedWeight& w, const uint16_t* x, fl
   for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, total[j]);
 }
 
+// Row r of M inputs, the patching conversion only where the row has an exponent-0 byte.
+template <int M>
+XFT_AVX512BF16 void row_wide(const PackedWeight& w, const uint16_t* x, float* y, int r, __m512i table) {
+  if (w.fp8_row_exponent_zero[r]) row_kernel_wide<M, true>(w, x, y, r, table);
+  else row_kernel_wide<M, false>(w, x, y, r, table);
+}
+
 // One input, R rows side by side (rows[0..R)), each summed as
 // row_kernel_wide<1> sums it: R long streams in flight instead of one (see
 // gemv_bf16_avx512.cpp), and one load of x serves R rows.
@@ -131,23 +138,18 @@ XFT_AVX512BF16 void run_streams(const PackedWeight& w, const uint16_t* x, float*
     if (patch) rows_side_by_side<R, true>(w, x, y, rows, table);
     else rows_side_by_side<R, false>(w, x, y, rows, table);
   }
-  for (int r = rb + R * part; r < re; ++r) {
-    if (w.fp8_row_exponent_zero[r]) row_kernel_wide<1, true>(w, x, y, r, table);
-    else row_kernel_wide<1, false>(w, x, y, r, table);
-  }
+  for (int r = rb + R * part; r < re; ++r) row_wide<1>(w, x, y, r, table);
 }
 
 template <int M>
 XFT_AVX512BF16 void run_rows(const PackedWeight& w, const uint16_t* x, float* y, int rb, int re) {
   const __m512i table = subnormal_table();
-  if (M == 1 && whole_wide_blocks(w)) return run_streams<kStreams>(w, x, y, rb, re, table);
-  if (whole_wide_blocks(w)) {
-    for (int r = rb; r < re; ++r) {
-      if (w.fp8_row_exponent_zero[r]) row_kernel_wide<M, true>(w, x, y, r, table);
-      else row_kernel_wide<M, false>(w, x, y, r, table);
-    }
-  } else {
+  if (!whole_wide_blocks(w)) {
     for (int r = rb; r < re; ++r) row_kernel<M>(w, x, y, r, table);
+  } else if (M == 1) {
+    run_streams<kStreams>(w, x, y, rb, re, table);
+  } else {
+    for (int r = rb; r < re; ++r) row_wide<M>(w, x, y, r, table);
   }
 }
 

@@ -18,8 +18,6 @@
 #include "engine/kernels/gemv_int8_vnni_tile.h"
 #include "engine/kernels/linear_internal.h"
 
-#define XFT_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
-
 namespace xft::engine {
 namespace {
 
@@ -39,7 +37,7 @@ size_t staged_bytes(const PackedWeight& w, int m) {
 
 // One block of x (n <= 64 floats, zero padded) -> 64 int8, the block's
 // compensation and scale. Rounding: nearest even (MXCSR default).
-XFT_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg_comp, float* scale) {
+XFT_INT8_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg_comp, float* scale) {
   __m512 v[4];
   __m512 amax = _mm512_setzero_ps();
   for (int k = 0; k < 4; ++k) {
