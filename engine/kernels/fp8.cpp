@@ -115,19 +115,24 @@ void pack_fp8(PackedWeight& w, const std::vector<LinearBlock>& blocks) {
   }
 }
 
-const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool) {
   if (w.use_bf16_dot) {  // only where the CPU has AVX512-BF16
     buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(uint16_t));
-    stage_x_fp8_avx512bf16(w, x, m, buffer.as<uint16_t>());
+    stage_rows(pool, m, [&](int r0, int r1) {
+      stage_x_fp8_avx512bf16(w, x + static_cast<size_t>(r0) * w.in, r1 - r0,
+                             buffer.as<uint16_t>() + static_cast<size_t>(r0) * w.ld);
+    });
     return buffer.as<void>();
   }
   buffer.resize(static_cast<size_t>(m) * w.ld * sizeof(float));
-  for (int r = 0; r < m; ++r) {
-    const float* src = x + static_cast<size_t>(r) * w.in;
-    float* dst = buffer.as<float>() + static_cast<size_t>(r) * w.ld;
-    for (int c = 0; c < w.in; ++c) dst[c] = src[c] * kFp8XScale;
-    std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
-  }
+  stage_rows(pool, m, [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      const float* src = x + static_cast<size_t>(r) * w.in;
+      float* dst = buffer.as<float>() + static_cast<size_t>(r) * w.ld;
+      for (int c = 0; c < w.in; ++c) dst[c] = src[c] * kFp8XScale;
+      std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
+    }
+  });
   return buffer.as<void>();
 }
 

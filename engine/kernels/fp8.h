@@ -73,7 +73,7 @@ Fp8Quantized quantize_fp8(const float* w, int rows, int in, int block);
 // m rows of w.in floats times kFp8XScale into ld-float rows (padding 0);
 // with w.use_bf16_dot, ld-bf16 rows with each 64-input chunk laid out as its
 // 32 even inputs then its 32 odd ones (gemv_fp8_avx512bf16.cpp).
-const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
+const void* stage_x_fp8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool = nullptr);
 // Its bf16 layout, m rows of ld words into dst (gemv_fp8_avx512bf16.cpp;
 // the same bits as f32_to_bf16 on each value times kFp8XScale).
 void stage_x_fp8_avx512bf16(const PackedWeight& w, const float* x, int m, uint16_t* dst);

@@ -65,21 +65,23 @@ XFT_INT8_VNNI void quantize_block(const float* x, int n, int8_t* q, int32_t* neg
 
 }  // namespace
 
-const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool) {
   buffer.resize(staged_bytes(w, m) + 8 + sizeof(Int8StagedX));
   unsigned char* base = buffer.as<unsigned char>();
   const Int8StagedX s = layout(w, m, base);
   const int blocks = w.ld / kInt8Block;
-  for (int j = 0; j < m; ++j) {
-    const float* xr = x + static_cast<size_t>(j) * w.in;
-    for (int b = 0; b < blocks; ++b) {
-      const int c0 = b * kInt8Block;
-      const size_t block = static_cast<size_t>(j) * blocks + b;
-      quantize_block(xr + c0, std::min(kInt8Block, w.in - c0),
-                     const_cast<int8_t*>(s.q) + static_cast<size_t>(j) * w.ld + c0,
-                     const_cast<int32_t*>(s.neg_comp) + block, const_cast<float*>(s.scale) + block);
+  stage_rows(pool, m, [&](int j0, int j1) {
+    for (int j = j0; j < j1; ++j) {
+      const float* xr = x + static_cast<size_t>(j) * w.in;
+      for (int b = 0; b < blocks; ++b) {
+        const int c0 = b * kInt8Block;
+        const size_t block = static_cast<size_t>(j) * blocks + b;
+        quantize_block(xr + c0, std::min(kInt8Block, w.in - c0),
+                       const_cast<int8_t*>(s.q) + static_cast<size_t>(j) * w.ld + c0,
+                       const_cast<int32_t*>(s.neg_comp) + block, const_cast<float*>(s.scale) + block);
+      }
     }
-  }
+  });
   // The kernel's x argument: the layout header, stored after the data.
   Int8StagedX* header = reinterpret_cast<Int8StagedX*>(base + (staged_bytes(w, m) + 7) / 8 * 8);
   *header = s;

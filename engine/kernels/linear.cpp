@@ -200,27 +200,30 @@ AlignedBuffer& x_scratch() {
   return buffer;
 }
 
-const void* stage_x(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
-  if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer);
-  if (w.format == WeightFormat::fp8) return stage_x_fp8(w, x, m, buffer);
-  if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer);
+// x staged for w's kernel into buffer (rows on pool's threads where given).
+const void* stage_x(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool) {
+  if (w.format == WeightFormat::int4) return stage_x_int4(w, x, m, buffer, pool);
+  if (w.format == WeightFormat::fp8) return stage_x_fp8(w, x, m, buffer, pool);
+  if (w.use_int8_dot) return stage_x_int8(w, x, m, buffer, pool);
   // Float rows already a multiple of kRowAlign long (every Qwen width) are
   // the staged layout as they are: no copy of a whole prompt.
   if (!w.use_bf16_dot && w.in == w.ld) return x;
   const size_t elem = w.use_bf16_dot ? 2 : 4;
   buffer.resize(static_cast<size_t>(m) * w.ld * elem);
-  for (int r = 0; r < m; ++r) {
-    const float* src = x + static_cast<size_t>(r) * w.in;
-    if (w.use_bf16_dot) {
-      uint16_t* dst = buffer.as<uint16_t>() + static_cast<size_t>(r) * w.ld;
-      f32_to_bf16(src, dst, w.in);
-      std::memset(dst + w.in, 0, sizeof(uint16_t) * (w.ld - w.in));
-    } else {
-      float* dst = buffer.as<float>() + static_cast<size_t>(r) * w.ld;
-      std::memcpy(dst, src, sizeof(float) * w.in);
-      std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
+  stage_rows(pool, m, [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
+      const float* src = x + static_cast<size_t>(r) * w.in;
+      if (w.use_bf16_dot) {
+        uint16_t* dst = buffer.as<uint16_t>() + static_cast<size_t>(r) * w.ld;
+        f32_to_bf16(src, dst, w.in);
+        std::memset(dst + w.in, 0, sizeof(uint16_t) * (w.ld - w.in));
+      } else {
+        float* dst = buffer.as<float>() + static_cast<size_t>(r) * w.ld;
+        std::memcpy(dst, src, sizeof(float) * w.in);
+        std::memset(dst + w.in, 0, sizeof(float) * (w.ld - w.in));
+      }
     }
-  }
+  });
   return buffer.as<void>();
 }
 
@@ -327,8 +330,9 @@ GemvPlan plan_gemv_staged(const PackedWeight& w, const void* staged, int m, floa
   return plan;
 }
 
-GemvPlan plan_gemv(const PackedWeight& w, const float* x, int m, float* y, AlignedBuffer& buffer) {
-  return plan_gemv_staged(w, stage_x(w, x, m, buffer), m, y);
+// x staged (its rows on pool's threads where a prompt's are many) and planned.
+GemvPlan plan_gemv(const PackedWeight& w, const float* x, int m, float* y, AlignedBuffer& buffer, ThreadPool& pool) {
+  return plan_gemv_staged(w, stage_x(w, x, m, buffer, &pool), m, y);
 }
 
 // Whether stage_x gives the same bytes for a and b from one x: the layout
@@ -342,7 +346,7 @@ bool same_staging(const PackedWeight& a, const PackedWeight& b) {
 
 void run_gemv(const PackedWeight& w, const float* x, int m, float* y, ThreadPool& pool) {
   if (w.amx) return amx_forward(w, x, m, y, pool);
-  const GemvPlan plan = plan_gemv(w, x, m, y, x_scratch());
+  const GemvPlan plan = plan_gemv(w, x, m, y, x_scratch(), pool);
   // Balanced: a thread that starts late or streams slower hands the rest of
   // its rows to the other instead of making it wait at the end of the call.
   pool.parallel_for_balanced(plan.tasks(), [&](int begin, int end) { plan.run(begin, end); });
@@ -526,7 +530,13 @@ bool Linear::prefill_batch_invariant() const {
   // The int8 VNNI GEMM is the exception: one vpdpbusd per 64 products, a
   // row per lane, where oneDNN widens the int8 tiles to bf16 for its matmul;
   // bench_kernels --only linear --dtype int8 (same machine) measured it at
-  // 3-24x oneDNN for m = 32..512.
+  // 3-24x oneDNN for m = 32..512. The int4 VNNI GEMM is 1.5-2.0x oneDNN too
+  // (m = 128, 512) but quantizes x to int8 per group where oneDNN keeps it
+  // bf16: against the same weights in fp32 (model_int4_test) that raises the
+  // worst logit errors toward the test's bound and flips a near-tied expert
+  // choice (Qwen2-MoE AWQ, 2 ranks), so plain int4
+  // prefill keeps oneDNN's precision and the server's batch-invariant path
+  // (like decode) takes the speed.
   if (packed_ && packed_->amx) return true;
   if (!packed_) return false;
   const Gemm gemm = pick_gemm(pick_gemv(*packed_));
@@ -550,13 +560,22 @@ void Linear::move_data_into(unsigned char* into) {
 void forward_gemv_grouped(std::span<const GroupedProjection> projections, ThreadPool& pool) {
   // Staged inputs live until the region ends, one buffer per projection
   // (x_scratch() holds one); kept across calls so decode allocates nothing.
-  thread_local std::vector<AlignedBuffer> buffers;
-  thread_local std::vector<GemvPlan> plans;
-  thread_local std::vector<int> first_task;  // [plans + 1]
+  // The workers reach the caller's vectors through these references: in
+  // their code the thread_local names would mean each worker's own (empty)
+  // vectors.
+  thread_local std::vector<AlignedBuffer> buffers_of_caller;
+  thread_local std::vector<GemvPlan> plans_of_caller;
+  thread_local std::vector<int> first_task_of_caller;
+  thread_local std::vector<size_t> staging_of_caller;
+  std::vector<AlignedBuffer>& buffers = buffers_of_caller;
+  std::vector<GemvPlan>& plans = plans_of_caller;
+  std::vector<int>& first_task = first_task_of_caller;  // [plans + 1]
+  std::vector<size_t>& staging_of = staging_of_caller;  // [plans]: the projection whose staging each plan reads
   if (buffers.size() < projections.size()) buffers.resize(projections.size());
   plans.clear();
+  staging_of.clear();
   first_task.assign(1, 0);
-  const float* staged_from = nullptr;  // the x of plans.back()'s staging
+  int staged_rows = 0;
   for (size_t i = 0; i < projections.size(); ++i) {
     const GroupedProjection& p = projections[i];
     if (p.m <= 0) continue;
@@ -567,27 +586,47 @@ void forward_gemv_grouped(std::span<const GroupedProjection> projections, Thread
     }
     // A projection on the same x as the one before, staged alike (a decode
     // token's chosen experts' gate/up), reads that staging: x is rounded or
-    // quantized once per layer, not once per expert, while the other
-    // threads wait for the region.
-    const GemvPlan* before = plans.empty() ? nullptr : &plans.back();
-    if (before && p.x == staged_from && p.m == before->m && same_staging(w, *before->w)) {
-      plans.push_back(plan_gemv_staged(w, before->staged, p.m, p.y));
-    } else {
-      plans.push_back(plan_gemv(w, p.x, p.m, p.y, buffers[i]));
-      staged_from = p.x;
-    }
+    // quantized once per layer, not once per expert.
+    const size_t before = staging_of.empty() ? projections.size() : staging_of.back();
+    const bool shares = before < projections.size() && p.x == projections[before].x && p.m == projections[before].m &&
+                        same_staging(w, projections[before].linear->packed());
+    staging_of.push_back(shares ? before : i);
+    if (!shares) staged_rows += p.m;
+    plans.push_back(plan_gemv_staged(w, nullptr, p.m, p.y));
     first_task.push_back(first_task.back() + plans.back().tasks());
   }
-  // The workers reach the caller's plans through these references: the
-  // thread_local names would mean each worker's own (empty) vectors.
-  const std::vector<GemvPlan>& all = plans;
-  const std::vector<int>& starts = first_task;
-  pool.parallel_for_balanced(starts.back(), [&](int begin, int end) {
+  // Staging: a prompt's rows (many, spread over the experts) shared out to
+  // the threads by projection, or by row where one projection has them all;
+  // a decode step's few on the caller, where a region would cost more than
+  // they do.
+  const int n_plans = static_cast<int>(plans.size());
+  const auto own_staging = [&](int k) { return k == 0 || staging_of[k] != staging_of[k - 1]; };
+  const auto stage_plan = [&](int k, ThreadPool* rows_on) {
+    const GroupedProjection& p = projections[staging_of[k]];
+    plans[k].staged = stage_x(p.linear->packed(), p.x, p.m, buffers[staging_of[k]], rows_on);
+  };
+  if (n_plans == 1) {
+    stage_plan(0, &pool);
+  } else if (staged_rows >= ThreadPool::kParallelRowsMin) {
+    pool.parallel_for_balanced(n_plans, [&](int begin, int end) {
+      for (int k = begin; k < end; ++k) {
+        if (own_staging(k)) stage_plan(k, nullptr);
+      }
+    });
+  } else {
+    for (int k = 0; k < n_plans; ++k) {
+      if (own_staging(k)) stage_plan(k, nullptr);
+    }
+  }
+  for (int k = 1; k < n_plans; ++k) {
+    if (!own_staging(k)) plans[k].staged = plans[k - 1].staged;
+  }
+  pool.parallel_for_balanced(first_task.back(), [&](int begin, int end) {
     // Runs of tasks may cross from one projection into the next.
     while (begin < end) {
-      const size_t p = std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1;
-      const int stop = std::min(end, starts[p + 1]);
-      all[p].run(begin - starts[p], stop - starts[p]);
+      const size_t p = std::upper_bound(first_task.begin(), first_task.end(), begin) - first_task.begin() - 1;
+      const int stop = std::min(end, first_task[p + 1]);
+      plans[p].run(begin - first_task[p], stop - first_task[p]);
       begin = stop;
     }
   });

@@ -10,6 +10,7 @@
 #include "engine/kernels/aligned_buffer.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/linear.h"
+#include "engine/kernels/thread_pool.h"
 
 namespace xft::engine {
 
@@ -139,6 +140,15 @@ int gemm_int8_vnni_panel_rows(const PackedWeight& w);
 void gemm_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 int gemm_int4_avx512_panel_rows(const PackedWeight& w);
 
+// The stagers below fill their rows on pool's threads where one is given
+// and there are enough rows (a prompt's: ThreadPool::parallel_rows), on the
+// caller otherwise; a row's staged bytes are the same either way.
+template <class F>
+void stage_rows(ThreadPool* pool, int m, F&& fn) {
+  if (pool) pool->parallel_rows(m, fn);
+  else if (m > 0) fn(0, m);
+}
+
 // int8 x AVX512-VNNI decode. stage_x_int8 quantizes m rows of x (w.in
 // floats each) into `buffer`, laid out as Int8StagedX describes; the kernel
 // reads that layout as its x.
@@ -147,7 +157,7 @@ struct Int8StagedX {
   const int32_t* neg_comp; // [m][ld / kInt8Block]: -128 · Σ q over the block (every lane's start)
   const float* scale;      // [m][ld / kInt8Block]
 };
-const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
+const void* stage_x_int8(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool = nullptr);
 void gemv_int8_vnni(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 
 // int4 decode. stage_x_int4 gathers m rows of x into slot order (zero in
@@ -164,7 +174,7 @@ struct Int4StagedX {
 // 64-slot units, the last one 32 when the group ends in a half unit.
 inline int int4_x_block(const PackedWeight& w) { return w.group_len <= 128 ? w.group_len : 64; }
 inline int int4_x_blocks_per_group(const PackedWeight& w) { return (w.group_len + int4_x_block(w) - 1) / int4_x_block(w); }
-const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer);
+const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool = nullptr);
 void gemv_int4_scalar(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx2(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);
 void gemv_int4_avx512(const PackedWeight& w, const void* x, int m, float* y, int row_begin, int row_end);

@@ -305,7 +305,7 @@ __attribute__((target("avx2,fma"))) double quantize_unit_avx2(const float* x, in
 
 }  // namespace
 
-const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer) {
+const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBuffer& buffer, ThreadPool* pool) {
   const size_t elem = w.int4_x == Int4X::f32 ? 4 : w.int4_x == Int4X::bf16 ? 2 : 1;
   const int units = w.groups * int4_x_blocks_per_group(w);
   const size_t x_bytes = (static_cast<size_t>(m) * w.ld * elem + 63) / 64 * 64;
@@ -315,43 +315,45 @@ const void* stage_x_int4(const PackedWeight& w, const float* x, int m, AlignedBu
   unsigned char* base = buffer.as<unsigned char>();
   float* unit_scale = reinterpret_cast<float*>(base + x_bytes);
   float* sums = reinterpret_cast<float*>(base + x_bytes + unit_bytes);
-  thread_local std::vector<float> gathered;
-  gathered.resize(w.ld);
-  for (int j = 0; j < m; ++j) {
-    int4_gather_x(w, x + static_cast<size_t>(j) * w.in, gathered.data());
-    if (w.int4_x == Int4X::int8) {
-      int8_t* q = reinterpret_cast<int8_t*>(base) + static_cast<size_t>(j) * w.ld;
-      float* scales = unit_scale + static_cast<size_t>(j) * units;
-      const int per_group = int4_x_blocks_per_group(w), block = int4_x_block(w);
-      for (int g = 0; g < w.groups; ++g) {
-        double sum = 0.0;
-        for (int u = 0; u < per_group; ++u) {
-          const int s0 = g * w.group_len + block * u;
-          const int n = std::min(block, w.group_len - block * u);
-          // int8 x is staged only for the AVX2 and AVX512-VNNI kernels (both have AVX2).
-          sum += n % 32 == 0 ? quantize_unit_avx2(gathered.data() + s0, n, q + s0, scales + g * per_group + u)
-                             : quantize_unit(gathered.data() + s0, n, q + s0, scales + g * per_group + u);
+  stage_rows(pool, m, [&](int j0, int j1) {
+    thread_local std::vector<float> gathered;
+    gathered.resize(w.ld);
+    for (int j = j0; j < j1; ++j) {
+      int4_gather_x(w, x + static_cast<size_t>(j) * w.in, gathered.data());
+      if (w.int4_x == Int4X::int8) {
+        int8_t* q = reinterpret_cast<int8_t*>(base) + static_cast<size_t>(j) * w.ld;
+        float* scales = unit_scale + static_cast<size_t>(j) * units;
+        const int per_group = int4_x_blocks_per_group(w), block = int4_x_block(w);
+        for (int g = 0; g < w.groups; ++g) {
+          double sum = 0.0;
+          for (int u = 0; u < per_group; ++u) {
+            const int s0 = g * w.group_len + block * u;
+            const int n = std::min(block, w.group_len - block * u);
+            // int8 x is staged only for the AVX2 and AVX512-VNNI kernels (both have AVX2).
+            sum += n % 32 == 0 ? quantize_unit_avx2(gathered.data() + s0, n, q + s0, scales + g * per_group + u)
+                               : quantize_unit(gathered.data() + s0, n, q + s0, scales + g * per_group + u);
+          }
+          sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
         }
+        continue;
+      }
+      if (w.int4_x == Int4X::bf16) {
+        uint16_t* dst = reinterpret_cast<uint16_t*>(base) + static_cast<size_t>(j) * w.ld;
+        f32_to_bf16(gathered.data(), dst, w.ld);
+        bf16_to_f32(dst, gathered.data(), w.ld);  // the sums must be of the values the kernel multiplies
+      } else {
+        std::memcpy(reinterpret_cast<float*>(base) + static_cast<size_t>(j) * w.ld, gathered.data(),
+                    sizeof(float) * w.ld);
+      }
+      for (int g = 0; g < w.groups; ++g) {
+        // In double: the bf16 kernel subtracts (128 + z) times this sum.
+        double sum = 0.0;
+        const float* v = gathered.data() + static_cast<size_t>(g) * w.group_len;
+        for (int o = 0; o < w.group_len; ++o) sum += v[o];
         sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
       }
-      continue;
     }
-    if (w.int4_x == Int4X::bf16) {
-      uint16_t* dst = reinterpret_cast<uint16_t*>(base) + static_cast<size_t>(j) * w.ld;
-      f32_to_bf16(gathered.data(), dst, w.ld);
-      bf16_to_f32(dst, gathered.data(), w.ld);  // the sums must be of the values the kernel multiplies
-    } else {
-      std::memcpy(reinterpret_cast<float*>(base) + static_cast<size_t>(j) * w.ld, gathered.data(),
-                  sizeof(float) * w.ld);
-    }
-    for (int g = 0; g < w.groups; ++g) {
-      // In double: the bf16 kernel subtracts (128 + z) times this sum.
-      double sum = 0.0;
-      const float* v = gathered.data() + static_cast<size_t>(g) * w.group_len;
-      for (int o = 0; o < w.group_len; ++o) sum += v[o];
-      sums[static_cast<size_t>(j) * w.groups + g] = static_cast<float>(sum);
-    }
-  }
+  });
   Int4StagedX* header = reinterpret_cast<Int4StagedX*>(base + x_bytes + unit_bytes + sum_bytes);
   header->x = base;
   header->unit_scale = w.int4_x == Int4X::int8 ? unit_scale : nullptr;

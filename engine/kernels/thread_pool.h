@@ -63,6 +63,21 @@ class ThreadPool {
     });
   }
 
+  // Row-wise work over [0, rows) (norms, activations, staging): split like
+  // parallel_for where there are enough rows to pay for a region (a
+  // prompt's), on the caller alone otherwise (a decode step's few rows, for
+  // which a fork/join would cost more than the work). Each row's result
+  // does not depend on the split.
+  template <class F>
+  void parallel_rows(int rows, F&& fn) {
+    if (rows < kParallelRowsMin) {
+      if (rows > 0) fn(0, rows);
+      return;
+    }
+    parallel_for(rows, fn);
+  }
+  static constexpr int kParallelRowsMin = 16;
+
   // Like parallel_for, but the split adapts to threads that start late or run
   // slower (a wake-up, a busy core, a slower memory stream): each thread
   // takes the tasks of its own contiguous range in order, one at a time, and

@@ -541,7 +541,16 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
   const float eps = static_cast<float>(config_.rms_eps);
   const size_t hm = static_cast<size_t>(m) * h;
 
-  rmsnorm_rows(hidden_.data(), layer.ln_1.data(), normed_.data(), m, h, eps);
+  ThreadPool& pool = *pool_;
+  const auto residual_then_norm = [&](const std::vector<float>& ln, bool add_residual) {
+    pool.parallel_rows(m, [&](int r0, int r1) {
+      const size_t at = static_cast<size_t>(r0) * h, n = static_cast<size_t>(r1 - r0) * h;
+      if (add_residual) add_inplace(hidden_.data() + at, proj_.data() + at, n);
+      rmsnorm_rows(hidden_.data() + at, ln.data(), normed_.data() + at, r1 - r0, h, eps);
+    });
+  };
+
+  residual_then_norm(layer.ln_1, false);
   if (layer.linear_mixer) {
     LinearAttentionPass& linear = linear_pass_;
     linear.rows_independent = rows_independent_;
@@ -554,9 +563,7 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
     layer.mixer.forward(normed_.data(), m, proj_.data(), shape_, eps, attention);
   }
   allreduce(proj_.data(), hm);
-  add_inplace(hidden_.data(), proj_.data(), hm);
-
-  rmsnorm_rows(hidden_.data(), layer.ln_2.data(), normed_.data(), m, h, eps);
+  residual_then_norm(layer.ln_2, true);
   FeedForwardPass& feed_forward = feed_forward_pass_;
   feed_forward.rows_independent = rows_independent_;
   const bool timed = profiling_;
@@ -564,7 +571,10 @@ void Model::run_layer(const Layer& layer, int layer_index, std::span<const Chunk
   feed_forward.experts_ms = timed ? &profile_[layer_index].experts_ms : nullptr;
   layer.feed_forward->forward(normed_.data(), m, proj_.data(), feed_forward);
   allreduce(proj_.data(), hm);
-  add_inplace(hidden_.data(), proj_.data(), hm);
+  pool.parallel_rows(m, [&](int r0, int r1) {
+    const size_t at = static_cast<size_t>(r0) * h;
+    add_inplace(hidden_.data() + at, proj_.data() + at, static_cast<size_t>(r1 - r0) * h);
+  });
 }
 
 Expected<std::span<float>> Model::forward(std::span<const Chunk> chunks, bool all_rows) {

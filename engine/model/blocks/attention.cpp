@@ -150,25 +150,30 @@ void Attention::forward(const float* x, int m, float* out, const AttentionShape&
   pass.qkv.resize(static_cast<size_t>(m) * shape.qkv_width);
   pass.attn.resize(static_cast<size_t>(m) * shape.local_heads * d);
   project(qkv_, x, m, pass.qkv.data(), *pass.pool, pass.rows_independent);
-  if (!q_norm_.empty()) {
-    for (int r = 0; r < m; ++r) {
-      float* q = pass.qkv.data() + static_cast<size_t>(r) * shape.qkv_width;
-      rmsnorm_rows(q, q_norm_.data(), shape.local_heads, d, eps);
-      rmsnorm_rows(q + shape.local_heads * d, k_norm_.data(), shape.local_kv_heads, d, eps);
+  pass.pool->parallel_rows(m, [&](int r0, int r1) {
+    float* rows = pass.qkv.data() + static_cast<size_t>(r0) * shape.qkv_width;
+    if (!q_norm_.empty()) {
+      for (int r = 0; r < r1 - r0; ++r) {
+        float* q = rows + static_cast<size_t>(r) * shape.qkv_width;
+        rmsnorm_rows(q, q_norm_.data(), shape.local_heads, d, eps);
+        rmsnorm_rows(q + shape.local_heads * d, k_norm_.data(), shape.local_kv_heads, d, eps);
+      }
     }
-  }
-  apply_rope(pass.qkv.data(), m, shape.qkv_width, shape.local_heads, d, pass.positions, *pass.rope);
-  apply_rope(pass.qkv.data() + shape.local_heads * d, m, shape.qkv_width, shape.local_kv_heads, d, pass.positions,
-             *pass.rope);
+    apply_rope(rows, r1 - r0, shape.qkv_width, shape.local_heads, d, pass.positions + r0, *pass.rope);
+    apply_rope(rows + shape.local_heads * d, r1 - r0, shape.qkv_width, shape.local_kv_heads, d, pass.positions + r0,
+               *pass.rope);
+  });
   attend(shape, pass);
   if (output_gate_) {
     const int width = shape.local_heads * d;
     const int gate_at = (shape.local_heads + 2 * shape.local_kv_heads) * d;
-    for (int r = 0; r < m; ++r) {
-      const float* gate = pass.qkv.data() + static_cast<size_t>(r) * shape.qkv_width + gate_at;
-      float* a = pass.attn.data() + static_cast<size_t>(r) * width;
-      for (int i = 0; i < width; ++i) a[i] /= 1.0f + std::exp(-gate[i]);
-    }
+    pass.pool->parallel_rows(m, [&](int r0, int r1) {
+      for (int r = r0; r < r1; ++r) {
+        const float* gate = pass.qkv.data() + static_cast<size_t>(r) * shape.qkv_width + gate_at;
+        float* a = pass.attn.data() + static_cast<size_t>(r) * width;
+        for (int i = 0; i < width; ++i) a[i] /= 1.0f + std::exp(-gate[i]);
+      }
+    });
   }
   project(o_proj_, pass.attn.data(), m, out, *pass.pool, pass.rows_independent);
 }

@@ -30,7 +30,10 @@ void DenseMlp::forward(const float* x, int m, float* out, FeedForwardPass& pass)
   pass.gate_up.resize(static_cast<size_t>(m) * 2 * rows_);
   pass.act.resize(static_cast<size_t>(m) * rows_);
   project(gate_up_, x, m, pass.gate_up.data(), *pass.pool, pass.rows_independent);
-  silu_mul_fused(pass.gate_up.data(), m, rows_, pass.act.data());
+  pass.pool->parallel_rows(m, [&](int r0, int r1) {
+    const size_t at = static_cast<size_t>(r0) * rows_;
+    silu_mul_fused(pass.gate_up.data() + 2 * at, r1 - r0, rows_, pass.act.data() + at);
+  });
   project(down_, pass.act.data(), m, out, *pass.pool, pass.rows_independent);
 }
 

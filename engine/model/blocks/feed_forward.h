@@ -29,6 +29,7 @@ struct FeedForwardPass {
   std::vector<int32_t> expert_starts;   // [experts + 1]: where each expert's rows begin in expert_rows
   std::vector<int32_t> expert_rows;     // row * top_k + slot, grouped by expert, rows ascending
   std::vector<int32_t> expert_next;     // [experts]: the counting sort's next slot per expert
+  std::vector<int32_t> choice_position;  // [m][top_k]: where each choice sits in expert_rows
 };
 
 class FeedForward {

@@ -138,29 +138,39 @@ void MixtureOfExperts::forward(const float* x, int m, float* out, FeedForwardPas
   pass.expert_rows.resize(static_cast<size_t>(m) * k);
   std::vector<int32_t>& next = pass.expert_next;
   next.assign(pass.expert_starts.begin(), pass.expert_starts.end() - 1);
-  for (int i = 0; i < m * k; ++i) pass.expert_rows[next[pass.chosen_experts[i]]++] = i;
+  pass.choice_position.resize(static_cast<size_t>(m) * k);
+  for (int i = 0; i < m * k; ++i) {
+    const int at = next[pass.chosen_experts[i]]++;
+    pass.expert_rows[at] = i;
+    pass.choice_position[i] = at;
+  }
   add_elapsed(pass.router_ms, start);
 
   start = Clock::now();
   run_experts(x, m, pass);
   // Experts in ascending index: each row receives its experts' outputs in
-  // that order, whatever else shares the pass.
-  std::fill(out, out + m * h, 0.0f);
-  for (int i = 0; i < m * k; ++i) {
-    const int choice = pass.expert_rows[i];
-    const float weight = pass.chosen_weights[choice];
-    float* target = out + (choice / k) * h;
-    const float* y = pass.rows_out.data() + i * h;
-    for (size_t j = 0; j < h; ++j) target[j] += y[j] * weight;
-  }
-  if (has_shared_) {
-    for (int r = 0; r < m; ++r) {
-      const float gate = 1.0f / (1.0f + std::exp(-pass.shared_gate[r]));
+  // that order (the order of their positions in expert_rows), then the
+  // shared expert's, whatever else shares the pass.
+  pool.parallel_rows(m, [&](int r0, int r1) {
+    thread_local std::vector<int32_t> positions;
+    positions.resize(k);
+    for (int r = r0; r < r1; ++r) {
       float* target = out + r * h;
-      const float* y = pass.shared_out.data() + r * h;
-      for (size_t j = 0; j < h; ++j) target[j] += gate * y[j];
+      std::fill(target, target + h, 0.0f);
+      std::copy_n(pass.choice_position.data() + static_cast<size_t>(r) * k, k, positions.begin());
+      std::sort(positions.begin(), positions.end());
+      for (const int i : positions) {
+        const float weight = pass.chosen_weights[pass.expert_rows[i]];
+        const float* y = pass.rows_out.data() + i * h;
+        for (size_t j = 0; j < h; ++j) target[j] += y[j] * weight;
+      }
+      if (has_shared_) {
+        const float gate = 1.0f / (1.0f + std::exp(-pass.shared_gate[r]));
+        const float* y = pass.shared_out.data() + r * h;
+        for (size_t j = 0; j < h; ++j) target[j] += gate * y[j];
+      }
     }
-  }
+  });
   add_elapsed(pass.experts_ms, start);
 }
 
@@ -173,12 +183,15 @@ void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass)
   // decode step) is every chosen expert's input as it is: the grouped call
   // then stages it once for all of their gate/up projections.
   const bool one_row = m == 1;
+  ThreadPool& pool = *pass.pool;
   if (!one_row) {
     pass.rows_in.resize(choices * h);
-    for (int i = 0; i < choices; ++i) {
-      const int row = pass.expert_rows[i] / top_k_;
-      std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
-    }
+    pool.parallel_rows(choices, [&](int i0, int i1) {
+      for (int i = i0; i < i1; ++i) {
+        const int row = pass.expert_rows[i] / top_k_;
+        std::memcpy(pass.rows_in.data() + i * h, x + row * h, h * sizeof(float));
+      }
+    });
   }
   pass.gate_up.resize(choices * 2 * width);
   pass.act.resize(choices * width);
@@ -208,10 +221,18 @@ void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass)
     calls.push_back({&shared_.gate_up(), x, m, pass.shared_gate_up.data()});
     calls.push_back({&shared_gate_, x, m, pass.shared_gate.data()});
   }
-  forward_gemv_grouped(calls, *pass.pool);
+  forward_gemv_grouped(calls, pool);
 
-  silu_mul_fused(pass.gate_up.data(), choices, static_cast<int>(width), pass.act.data());
-  if (has_shared_) silu_mul_fused(pass.shared_gate_up.data(), m, shared_.rows(), pass.shared_act.data());
+  pool.parallel_rows(choices, [&](int i0, int i1) {
+    silu_mul_fused(pass.gate_up.data() + i0 * 2 * width, i1 - i0, static_cast<int>(width), pass.act.data() + i0 * width);
+  });
+  if (has_shared_) {
+    const size_t shared_width = static_cast<size_t>(shared_.rows());
+    pool.parallel_rows(m, [&](int r0, int r1) {
+      silu_mul_fused(pass.shared_gate_up.data() + r0 * 2 * shared_width, r1 - r0, shared_.rows(),
+                     pass.shared_act.data() + r0 * shared_width);
+    });
+  }
 
   calls.clear();
   for (int e = 0; e < experts; ++e) {
@@ -221,7 +242,7 @@ void MixtureOfExperts::run_experts(const float* x, int m, FeedForwardPass& pass)
     }
   }
   if (has_shared_) calls.push_back({&shared_.down(), pass.shared_act.data(), m, pass.shared_out.data()});
-  forward_gemv_grouped(calls, *pass.pool);
+  forward_gemv_grouped(calls, pool);
 }
 
 uint64_t MixtureOfExperts::weight_bytes() const {

@@ -40,6 +40,30 @@ TEST(KernelsThreadPool, BalancedForCoversEveryIndexExactlyOnce) {
   }
 }
 
+TEST(KernelsThreadPool, ParallelRowsSplitsOnlyManyRows) {
+  ThreadPool pool(3);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int n : {0, 1, 5, ThreadPool::kParallelRowsMin - 1, ThreadPool::kParallelRowsMin, 512}) {
+    std::vector<std::atomic<int>> hits(n);
+    std::atomic<int> calls{0}, off_caller{0};
+    pool.parallel_rows(n, [&](int begin, int end) {
+      ASSERT_LT(begin, end);
+      calls.fetch_add(1);
+      if (std::this_thread::get_id() != caller) off_caller.fetch_add(1);
+      for (int i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (int i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n;
+    if (n < ThreadPool::kParallelRowsMin) {
+      // A decode step's rows: one call, on the caller, no region.
+      EXPECT_EQ(calls.load(), n > 0 ? 1 : 0) << "n=" << n;
+      EXPECT_EQ(off_caller.load(), 0) << "n=" << n;
+    } else {
+      EXPECT_EQ(calls.load(), 3) << "n=" << n;
+      EXPECT_EQ(off_caller.load(), 2) << "n=" << n;
+    }
+  }
+}
+
 TEST(KernelsThreadPool, BalancedForHandsASlowThreadsTasksToTheOthers) {
   // Thread 0 (the caller) stalls on its first task until every other task is
   // done: a static split would deadlock here, the balanced one lets thread 1
