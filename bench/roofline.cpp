@@ -13,7 +13,11 @@
 //      models' shapes (matrices rotated over copies that overflow the LLC)
 // Usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick]
 //                       [--models a,b] [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]
-//                       [--alternate-only] [--no-alternate]
+//                       [--alternate-only] [--no-alternate] [--batch-invariant]
+// --batch-invariant runs the engine rows as serve, prompt and chat do by
+// default (every projection through the batch-invariant kernels, so a row's
+// answer never depends on what shares its step) instead of plain prefill
+// (oneDNN where it is faster).
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -55,6 +59,7 @@ struct Options {
   bool kernels = false;
   bool alternate_only = false;
   bool alternate = true;  // --no-alternate: skip it (it holds every dtype's model at once)
+  bool batch_invariant = false;  // --batch-invariant: the engine as serve/prompt/chat run it
   int prompt = 512;
   int steps = 32;
   int layers = 0;  // > 0: the presets cut to their first N layers (MoE presets to fit a test machine)
@@ -336,6 +341,7 @@ bool bench_engine_one(const std::string& preset, const std::string& dtype_name, 
   options.kv = KvFormat::bf16;
   options.cpus = cpus;
   options.max_context = opt.prompt + opt.steps + 1;
+  options.batch_invariant = opt.batch_invariant;
   const double t0 = now_seconds();
   auto loaded = Model::load(*weights, options);
   if (!loaded) {
@@ -577,7 +583,9 @@ void bench_engine(const Options& opt, const std::vector<int>& cpus, ReadProbe& p
   if (peaks.vnni > 0) std::printf(", vnni %.1f", peaks.vnni);
   if (peaks.amx_bf16 > 0) std::printf(", amx-bf %.1f", peaks.amx_bf16);
   if (peaks.amx_int8 > 0) std::printf(", amx-i8 %.1f", peaks.amx_int8);
-  std::printf("\nprefill: \"%% peak\" = its G ops/s / the peak of the instruction its kernel path runs on (\"of\")\n");
+  std::printf("\nprefill: \"%% peak\" = its G ops/s / the peak of the instruction its kernel path runs on (\"of\"); %s\n",
+              opt.batch_invariant ? "batch-invariant kernels (the default of serve, prompt and chat)"
+                                  : "plain prefill (oneDNN where faster; serve, prompt and chat take --no-batch-invariant for it)");
   std::printf("decode: median step. \"%% roof\" = its GB/s / roofline; \"best\" = the fastest step's GB/s / roofline;\n"
               "\"paired\" = median over steps of the step's GB/s / a read pass run right after it (\"pass\": their\n"
               "median GB/s): both under the same conditions when other work shares the memory bus\n");
@@ -635,6 +643,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
     else if (arg == "--kernels") opt->kernels = true;
     else if (arg == "--alternate-only") opt->alternate_only = true;
     else if (arg == "--no-alternate") opt->alternate = false;
+    else if (arg == "--batch-invariant") opt->batch_invariant = true;
     else if (arg == "--prompt") opt->prompt = std::max(1, std::atoi(next("--prompt")));
     else if (arg == "--steps") opt->steps = std::max(2, std::atoi(next("--steps")));
     else if (arg == "--models") opt->models = split_commas(next("--models"));
@@ -644,7 +653,7 @@ bool parse_args(int argc, char** argv, Options* opt) {
       std::fprintf(stderr,
                    "usage: bench_roofline [--threads N] [--mem-gib G] [--repeats R] [--quick] [--models a,b]\n"
                    "                      [--dtypes bf16,int8,int4,fp8] [--layers N] [--prompt N] [--steps N] [--kernels]\n"
-                   "                      [--alternate-only] [--no-alternate]\n");
+                   "                      [--alternate-only] [--no-alternate] [--batch-invariant]\n");
       return false;
     }
   }
