@@ -1,10 +1,13 @@
 // What the AVX512-BF16 decode kernel (gemv_bf16_avx512.cpp) and its
 // batch-invariant GEMM (gemm_bf16_avx512.cpp) share so that both give an input
 // bit for bit the same result: the summation order and the final reduction.
-// An output has four float accumulators; 32-element chunk n of the row (x
-// staged as bf16) goes into accumulator n % 4 by one vdpbf16ps, chunks in
-// increasing order; the four are then summed as finish() does. Included only
-// by those two files.
+// An output has two float accumulators; 32-element chunk n of the row (x
+// staged as bf16) goes into accumulator n % 2 by one vdpbf16ps, chunks in
+// increasing order; the two are then summed as finish() does. Two chains
+// cover the instruction's latency at decode (one input streams at about
+// 30 GB/s per core; two chains allow some 80), and leave the GEMM's
+// microkernel room for 4 inputs x 3 rows in registers (with four, 3 x 2:
+// nearly a load per vdpbf16ps). Included only by those two files.
 #pragma once
 
 // GCC 12 reports its own _mm512_reduce_add_ps / _mm512_undefined as uninitialized.
@@ -20,16 +23,16 @@
 namespace xft::engine::bf16_avx512_dot {
 
 constexpr int kChunk = 32;       // bf16 elements per vdpbf16ps
-constexpr int kAccumulators = 4;
+constexpr int kAccumulators = 2;
 
 XFT_AVX512BF16 inline __m512 step(__m512 acc, const uint16_t* w, const uint16_t* x) {
   return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(w), (__m512bh)_mm512_loadu_si512(x));
 }
 
-// Output r of an input from its four accumulators, plus the bias.
-XFT_AVX512BF16 inline float finish(const PackedWeight& w, int r, __m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+// Output r of an input from its two accumulators, plus the bias.
+XFT_AVX512BF16 inline float finish(const PackedWeight& w, int r, __m512 a0, __m512 a1) {
   const float bias = w.bias.empty() ? 0.0f : w.bias[r];
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + bias;
+  return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + bias;
 }
 
 }  // namespace xft::engine::bf16_avx512_dot

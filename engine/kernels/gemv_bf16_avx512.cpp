@@ -20,16 +20,16 @@ constexpr int kPrefetchBytes = 2048;
 
 // One weight row for M inputs (1..4): the row is read once as one
 // sequential stream, the bytes kPrefetchBytes ahead asked for on the way,
-// four accumulators per input over consecutive chunks hide the vdpbf16ps
+// two accumulators per input over alternate chunks hide the vdpbf16ps
 // latency. Every M sums an input in the same order, so each input gets bit
 // for bit its result alone (the server batches requests and must not change
 // their answers). ld is a multiple of 64 elements: steps of 4 x 32, then
 // maybe 2 x 32.
 template <int M>
 XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x, float* y, int r) {
-  __m512 a[4][M];
+  __m512 a[2][M];
   #pragma GCC unroll 16
-  for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = a[2][j] = a[3][j] = _mm512_setzero_ps();
+  for (int j = 0; j < M; ++j) a[0][j] = a[1][j] = _mm512_setzero_ps();
   const uint16_t* wr = w.row<uint16_t>(r);
   int c = 0;
   for (; c + 128 <= w.ld; c += 128) {
@@ -40,7 +40,7 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
     for (int k = 0; k < 4; ++k) {
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr + c + 32 * k);
       #pragma GCC unroll 16
-      for (int j = 0; j < M; ++j) a[k][j] = _mm512_dpbf16_ps(a[k][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
+      for (int j = 0; j < M; ++j) a[k % 2][j] = _mm512_dpbf16_ps(a[k % 2][j], wv, (__m512bh)_mm512_loadu_si512(x + static_cast<size_t>(j) * w.ld + c + 32 * k));
     }
   }
   if (c < w.ld) {  // the last 64 elements
@@ -52,7 +52,7 @@ XFT_AVX512BF16 inline void row_streams(const PackedWeight& w, const uint16_t* x,
     }
   }
   #pragma GCC unroll 16
-  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, a[0][j], a[1][j], a[2][j], a[3][j]);
+  for (int j = 0; j < M; ++j) y[static_cast<size_t>(j) * w.out + r] = finish(w, r, a[0][j], a[1][j]);
 }
 
 template <int M>
