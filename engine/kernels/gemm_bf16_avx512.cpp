@@ -27,7 +27,7 @@ using bf16_avx512_dot::kChunk;
 
 constexpr int kXRows = 4;  // inputs per microkernel
 constexpr int kWRows = 3;  // weight rows per microkernel: 2 x 12 accumulators
-constexpr int kStride = kChunk * kAccumulators;  // elements per step of all four accumulators
+constexpr int kStride = kChunk * kAccumulators;  // elements per step of both accumulators
 constexpr size_t kPanelBytes = size_t(256) << 10;  // of L2 for a panel's rows
 constexpr int kMaxPanelRows = 64;  // enough panels per call for the threads to balance
 

@@ -1,6 +1,6 @@
 // The steps of the AVX512-VNNI int4 decode kernel (gemv_int4_vnni.cpp) for
 // it and its batch-invariant GEMM (gemm_int4_vnni.cpp): a tile of 16 weight
-// rows (the interleaved layout of quant_int4.h) against up to four inputs,
+// rows (the interleaved layout of quant_int4.h) against up to eight inputs,
 // each input's outputs depending on the row and that input alone (exact
 // integer dots per group, then the same float steps per group in increasing
 // order), so both give an input bit for bit the same result
@@ -86,6 +86,25 @@ inline __mmask16 row_mask(int r0, int first, int last) {
   return static_cast<__mmask16>(((1u << (last - r0)) - 1) & ~((1u << (first - r0)) - 1));
 }
 
+// The 16 rows' scales of group g (fp16 bits from s16, the tile's first).
+XFT_AVX512VNNI inline __m512 group_scale(const uint16_t* s16, int g) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16 + kInt4TileRows * g)));
+}
+
+// Each input's outputs of the tile's rows [rb, re) from its two sums: acc
+// (the scaled dots) less zero_share (the zero points' part), plus the bias.
+template <int M>
+XFT_AVX512VNNI inline void store_outputs(const PackedWeight& w, const __m512 (&acc)[M], const __m512 (&zero_share)[M],
+                                         float* y, int r0, int rb, int re) {
+  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4TileRows);
+  const __mmask16 mask = row_mask(r0, first, last);
+  const __m512 bias = w.bias.empty() ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, w.bias.data() + r0);
+  #pragma GCC unroll 8
+  for (int j = 0; j < M; ++j) {
+    _mm512_mask_storeu_ps(y + static_cast<size_t>(j) * w.out + r0, mask, _mm512_add_ps(_mm512_sub_ps(acc[j], zero_share[j]), bias));
+  }
+}
+
 // The 16 rows r0 .. r0 + 15 of a tile, outputs stored for rows [rb, re):
 // one sequential stream of the tile's bytes, group after group, each
 // group's dots already one vector per input (lane i = row r0 + i); the float
@@ -106,7 +125,7 @@ XFT_AVX512VNNI inline void tile_rows(const PackedWeight& w, const int8_t* x, con
     for (int j = 0; j < M; ++j) xg[j] = x + static_cast<size_t>(j) * w.ld + static_cast<size_t>(g) * w.group_len;
     __m512i dot[M];
     group_dots<M, RUNS>(tile + static_cast<size_t>(g) * RUNS * 64, xg, dot);
-    const __m512 scale = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16 + kInt4TileRows * g)));
+    const __m512 scale = group_scale(s16, g);
     const __m512 zero = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(z8 + kInt4TileRows * g))));
     const __m512 scaled_zero = _mm512_mul_ps(scale, zero);
     #pragma GCC unroll 4
@@ -117,13 +136,7 @@ XFT_AVX512VNNI inline void tile_rows(const PackedWeight& w, const int8_t* x, con
       zero_share[j] = _mm512_fmadd_ps(scaled_zero, _mm512_set1_ps(sums[static_cast<size_t>(j) * w.groups + g]), zero_share[j]);
     }
   }
-  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4TileRows);
-  const __mmask16 mask = row_mask(r0, first, last);
-  const __m512 bias = w.bias.empty() ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, w.bias.data() + r0);
-  #pragma GCC unroll 4
-  for (int j = 0; j < M; ++j) {
-    _mm512_mask_storeu_ps(y + static_cast<size_t>(j) * w.out + r0, mask, _mm512_add_ps(_mm512_sub_ps(acc[j], zero_share[j]), bias));
-  }
+  store_outputs<M>(w, acc, zero_share, y, r0, rb, re);
 }
 
 // One group of the tile's 16 rows against M (5 .. 8) inputs, the GEMM's
@@ -151,11 +164,6 @@ XFT_AVX512VNNI inline void group_dots_wide(const uint8_t* runs, const uint8_t* n
       dot[j] = dot_four_x(dot[j], hi, xs + 4);
     }
   }
-}
-
-// The 16 rows' scales of group g (fp16 bits from s16, the tile's first).
-XFT_AVX512VNNI inline __m512 group_scale(const uint16_t* s16, int g) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s16 + kInt4TileRows * g)));
 }
 
 // tile_rows for M (5 .. 8) inputs: the same float steps per group, lane and
@@ -200,13 +208,7 @@ XFT_AVX512VNNI inline void tile_rows_wide(const PackedWeight& w, const int8_t* x
       zero_share[j] = _mm512_fmadd_ps(scaled_zero, _mm512_set1_ps(sums[static_cast<size_t>(j) * w.groups + g]), zero_share[j]);
     }
   }
-  const int first = std::max(rb, r0), last = std::min(re, r0 + kInt4TileRows);
-  const __mmask16 mask = row_mask(r0, first, last);
-  const __m512 bias = w.bias.empty() ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, w.bias.data() + r0);
-  #pragma GCC unroll 8
-  for (int j = 0; j < M; ++j) {
-    _mm512_mask_storeu_ps(y + static_cast<size_t>(j) * w.out + r0, mask, _mm512_add_ps(_mm512_sub_ps(acc[j], zero_share[j]), bias));
-  }
+  store_outputs<M>(w, acc, zero_share, y, r0, rb, re);
 }
 
 // Rows [rb, re) of M inputs, tile by tile (prefetch_next: tile_rows_wide's).

@@ -522,9 +522,9 @@ bool Linear::prefill_batch_invariant() const {
   // (AVX-512) oneDNN runs half-width products these kernels do not have.
   // The AVX-512 GEMMs (vdpbf16ps, VNNI) keep the decode kernels' per-output
   // dot products, one output per instruction, and run where oneDNN has bf16
-  // matmul: bench_kernels --only linear (2-core AVX-512 EPYC, Zen 4, m = 128,
-  // Qwen2.5-0.5B shapes) measured them at 0.5-0.9x of it, so oneDNN keeps
-  // plain prefill there.
+  // matmul: bench_kernels --only linear (2-core AVX-512 EPYC, Zen 4,
+  // Qwen2.5-0.5B shapes) measured the bf16 GEMM at 0.85-0.91x of it at
+  // m = 512, so oneDNN keeps plain prefill there.
   // A weight packed for AMX runs every m on the tiles (emulated ones too, so
   // a test or serve_batching run sees one kernel for decode and prefill).
   // The int8 VNNI GEMM is the exception: one vpdpbusd per 64 products, a
