@@ -25,10 +25,6 @@ namespace xft::engine::bf16_avx512_dot {
 constexpr int kChunk = 32;       // bf16 elements per vdpbf16ps
 constexpr int kAccumulators = 2;
 
-XFT_AVX512BF16 inline __m512 step(__m512 acc, const uint16_t* w, const uint16_t* x) {
-  return _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(w), (__m512bh)_mm512_loadu_si512(x));
-}
-
 // Output r of an input from its two accumulators, plus the bias.
 XFT_AVX512BF16 inline float finish(const PackedWeight& w, int r, __m512 a0, __m512 a1) {
   const float bias = w.bias.empty() ? 0.0f : w.bias[r];
